@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "macro.h"
+
+static inline void *malloc_multiply(size_t size, size_t n) {
+        if (size > 0 && n > SIZE_MAX / size)
+                return NULL;
+        return malloc(size * n ?: 1);
+}
+
+#define new(t, n) ((t *) malloc_multiply(sizeof(t), (n)))
+#define new0(t, n) ((t *) calloc((n) ?: 1, sizeof(t)))
+
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+
+#define _cleanup_free_ _cleanup_(freep)
+
+/* Frees *a and moves b into it, leaving b NULL. */
+#define free_and_replace(a, b)                                                                         \
+        ({                                                                                             \
+                typeof(a) *_a = &(a);                                                                  \
+                typeof(b) *_b = &(b);                                                                  \
+                free(*_a);                                                                             \
+                *_a = *_b;                                                                             \
+                *_b = NULL;                                                                            \
+                0;                                                                                     \
+        })

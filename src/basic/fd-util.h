@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <dirent.h>
+#include <stdio.h>
+
+#include "macro.h"
+
+/* Closes fd if valid, keeps errno, returns -EBADF so that "fd = safe_close(fd);" resets it. */
+int safe_close(int fd);
+
+static inline void closep(int *fd) {
+        (void) safe_close(*fd);
+}
+
+static inline FILE *safe_fclose(FILE *f) {
+        if (f)
+                (void) fclose(f);
+        return NULL;
+}
+
+static inline void fclosep(FILE **f) {
+        (void) safe_fclose(*f);
+}
+
+static inline void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_closedir_ _cleanup_(closedirp)

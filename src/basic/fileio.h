@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+
+/* Files larger than this are refused by read_full_file(): kernel interface files are tiny. */
+#define READ_FULL_FILE_MAX (4U * 1024U * 1024U)
+
+/* Reads a whole file into a NUL-terminated buffer. -E2BIG above READ_FULL_FILE_MAX. */
+int read_full_file(const char *path, char **ret, size_t *ret_size);
+/* Reads the first line, without its newline. */
+int read_one_line_file(const char *path, char **ret);
