@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <systemd/sd-event.h>
+#include <systemd/sd-id128.h>
+
+#include "alloc-util.h"
+#include "bus-util.h"
+#include "fd-util.h"
+
+int bus_open(const char *address, const char *description, sd_bus **ret) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        if (!address) {
+                r = sd_bus_open_system_with_description(&bus, description);
+                if (r < 0)
+                        return r;
+                *ret = TAKE_PTR(bus);
+                return 0;
+        }
+
+        r = sd_bus_new(&bus);
+        if (r < 0)
+                return r;
+        if (description) {
+                r = sd_bus_set_description(bus, description);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_set_address(bus, address);
+        if (r < 0)
+                return r;
+        r = sd_bus_set_bus_client(bus, true);
+        if (r < 0)
+                return r;
+        /* Same rules as on the system bus: callers are not trusted merely for being connected. */
+        r = sd_bus_set_trusted(bus, false);
+        if (r < 0)
+                return r;
+        r = sd_bus_start(bus);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(bus);
+        return 0;
+}
+
+int bus_verify_privileged(sd_bus_message *m, sd_bus_error *error) {
+        int r;
+
+        /* Negative capability: the sender must be root, or the same user as we are. */
+        r = sd_bus_query_sender_privilege(m, -1);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Access denied: %s() changes the daemon and requires root privileges.",
+                                         sd_bus_message_get_member(m));
+        return 0;
+}
+
+const char *bus_error_message(const sd_bus_error *e, int error) {
+        if (e && e->message)
+                return e->message;
+        return strerror(ERRNO_VALUE(error));
+}
+
+typedef struct IntrospectReply {
+        char *xml;
+        int error;
+} IntrospectReply;
+
+static int introspect_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        IntrospectReply *reply = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+        const char *xml;
+        int r;
+
+        if (e)
+                reply->error = -sd_bus_error_get_errno(e) ?: -EIO;
+        else {
+                r = sd_bus_message_read(m, "s", &xml);
+                if (r < 0)
+                        reply->error = r;
+                else if (!(reply->xml = strdup(xml)))
+                        reply->error = -ENOMEM;
+        }
+        return sd_event_exit(sd_bus_get_event(sd_bus_message_get_bus(m)), 0);
+}
+
+int bus_introspect(int (*add_objects)(sd_bus *bus, void *userdata), void *userdata, const char *object_path,
+                   char **ret_xml) {
+        _cleanup_(sd_bus_close_unrefp) sd_bus *server = NULL, *client = NULL;
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        _cleanup_close_ int fd_server = -EBADF, fd_client = -EBADF;
+        IntrospectReply reply = {};
+        sd_id128_t id;
+        int fds[2], r;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) < 0)
+                return negative_errno();
+        fd_server = fds[0];
+        fd_client = fds[1];
+
+        r = sd_event_new(&event);
+        if (r < 0)
+                return r;
+
+        r = sd_id128_randomize(&id);
+        if (r < 0)
+                return r;
+        r = sd_bus_new(&server);
+        if (r < 0)
+                return r;
+        r = sd_bus_set_fd(server, fd_server, fd_server);
+        if (r < 0)
+                return r;
+        TAKE_FD(fd_server);
+        r = sd_bus_set_server(server, true, id);
+        if (r < 0)
+                return r;
+        r = add_objects(server, userdata);
+        if (r < 0)
+                return r;
+        r = sd_bus_start(server);
+        if (r < 0)
+                return r;
+        r = sd_bus_attach_event(server, event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_new(&client);
+        if (r < 0)
+                return r;
+        r = sd_bus_set_fd(client, fd_client, fd_client);
+        if (r < 0)
+                return r;
+        TAKE_FD(fd_client);
+        r = sd_bus_start(client);
+        if (r < 0)
+                return r;
+        r = sd_bus_attach_event(client, event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_call_method_async(client, NULL, NULL, object_path, "org.freedesktop.DBus.Introspectable",
+                                     "Introspect", introspect_reply, &reply, NULL);
+        if (r < 0)
+                return r;
+        r = sd_event_loop(event);
+        if (r < 0)
+                return r;
+        if (reply.error < 0)
+                return reply.error;
+
+        *ret_xml = reply.xml;
+        return 0;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdio.h>
+
+#include <systemd/sd-bus.h>
+
+#include "macro.h"
+
+/*
+ * Connects to the bus at address, or to the system bus when address is NULL (sd-bus honours
+ * $DBUS_SYSTEM_BUS_ADDRESS there). Both behave like the system bus: a message bus with name
+ * ownership, and method calls from other users are not trusted.
+ */
+int bus_open(const char *address, const char *description, sd_bus **ret);
+
+/*
+ * For handlers of mutating methods: succeeds if the sender is root or runs as the same user as
+ * this daemon; otherwise fills error with org.freedesktop.DBus.Error.AccessDenied and returns
+ * -EACCES. This is the in-code half of the policy; the D-Bus policy file is the other half.
+ */
+int bus_verify_privileged(sd_bus_message *m, sd_bus_error *error);
+
+/* A human-readable message for a failed call: the D-Bus error's message if any, else strerror. */
+const char *bus_error_message(const sd_bus_error *e, int error);
+
+/*
+ * Produces the introspection XML that sd-bus generates for object_path after add_objects() has
+ * registered the vtables on a bus, without connecting to any message bus: a private peer-to-peer
+ * connection over a socketpair asks the in-process server. This makes the C vtable the single
+ * source of truth for the XML files in protocols/.
+ */
+int bus_introspect(int (*add_objects)(sd_bus *bus, void *userdata), void *userdata, const char *object_path,
+                   char **ret_xml);
