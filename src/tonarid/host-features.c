@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc-util.h"
+#include "host-features.h"
+#include "fileio.h"
+#include "parse-util.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
+
+/* Node ids above this are rejected when parsing; the kernel's MAX_NUMNODES is 1024 at most. */
+#define NUMA_NODE_MAX 1023
+
+static const char *const feature_table[_FEATURE_MAX] = {
+        [FEATURE_SYSTEMD] = "systemd",     [FEATURE_CGROUP_V2] = "cgroup-v2", [FEATURE_CGROUP_V1] = "cgroup-v1",
+        [FEATURE_NUMA] = "numa",           [FEATURE_PAGE_IDLE] = "page-idle", [FEATURE_PSI] = "psi",
+};
+
+const char *feature_to_string(FeatureId id) {
+        return id >= 0 && id < _FEATURE_MAX ? feature_table[id] : NULL;
+}
+
+static int path_exists_under(const char *root, const char *path) {
+        _cleanup_free_ char *p = path_join(root, path);
+        struct stat st;
+
+        if (!p)
+                return -ENOMEM;
+        if (stat(p, &st) < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        return 1;
+}
+
+static int set_feature(Features *f, FeatureId id, bool available, const char *format, ...) _printf_(4, 5);
+static int set_feature(Features *f, FeatureId id, bool available, const char *format, ...) {
+        va_list ap;
+        char *s;
+        int r;
+
+        va_start(ap, format);
+        r = vasprintf(&s, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        free(f->feature[id].detail);
+        f->feature[id] = (Feature){ .available = available, .detail = s };
+        return 0;
+}
+
+static int detect_cgroups(const char *root, Features *f) {
+        _cleanup_strv_free_ char **v2 = NULL, **v1 = NULL;
+        _cleanup_free_ char *v2s = NULL, *v1s = NULL;
+        int r;
+
+        r = cgroup_detect(root, &f->cgroup_mode, &v2, &v1);
+        if (r < 0)
+                return r;
+        v2s = strv_join(v2, " ");
+        v1s = strv_join(v1, " ");
+        if (!v2s || !v1s)
+                return -ENOMEM;
+
+        switch (f->cgroup_mode) {
+        case CGROUP_MODE_UNIFIED:
+                r = set_feature(f, FEATURE_CGROUP_V2, true, "unified hierarchy at /sys/fs/cgroup, controllers: %s",
+                                isempty(v2s) ? "none" : v2s);
+                break;
+        case CGROUP_MODE_HYBRID:
+                r = set_feature(f, FEATURE_CGROUP_V2, false,
+                                "hybrid hierarchy: cgroup2 at /sys/fs/cgroup/unified has controllers: %s",
+                                isempty(v2s) ? "none" : v2s);
+                break;
+        default:
+                r = set_feature(f, FEATURE_CGROUP_V2, false, "no cgroup2 hierarchy mounted");
+        }
+        if (r < 0)
+                return r;
+
+        if (strv_isempty(v1))
+                return set_feature(f, FEATURE_CGROUP_V1, false, "no v1 controller hierarchies mounted");
+        return set_feature(f, FEATURE_CGROUP_V1, true, "controllers: %s", v1s);
+}
+
+static int detect_numa(const char *root, Features *f) {
+        _cleanup_free_ char *path = NULL, *online = NULL, *list = NULL;
+        _cleanup_free_ uint8_t *mask = NULL;
+        size_t size;
+        int r;
+
+        path = path_join(root, "sys/devices/system/node/online");
+        if (!path)
+                return -ENOMEM;
+        r = read_one_line_file(path, &online);
+        if (r == -ENOENT) {
+                f->numa_nodes = 0;
+                return set_feature(f, FEATURE_NUMA, false,
+                                   "no NUMA information (/sys/devices/system/node/online missing)");
+        }
+        if (r < 0)
+                return r;
+        r = parse_index_list(online, NUMA_NODE_MAX, &mask, &size);
+        if (r < 0)
+                return set_feature(f, FEATURE_NUMA, false, "cannot parse online node list '%s'", online);
+
+        f->numa_nodes = index_list_count(mask, size);
+        list = format_index_list(mask, size);
+        if (!list)
+                return -ENOMEM;
+        if (f->numa_nodes < 2)
+                return set_feature(f, FEATURE_NUMA, false, "%u node online (%s): nothing to migrate between",
+                                   f->numa_nodes, list);
+        return set_feature(f, FEATURE_NUMA, true, "%u nodes online (%s)", f->numa_nodes, list);
+}
+
+int features_detect(const char *root, Features *ret) {
+        Features f = {};
+        int r;
+
+        r = path_exists_under(root, "run/systemd/system");
+        if (r < 0)
+                goto fail;
+        r = r ? set_feature(&f, FEATURE_SYSTEMD, true, "systemd is PID 1 (/run/systemd/system exists)")
+              : set_feature(&f, FEATURE_SYSTEMD, false, "not booted with systemd (/run/systemd/system missing)");
+        if (r < 0)
+                goto fail;
+
+        r = detect_cgroups(root, &f);
+        if (r < 0)
+                goto fail;
+        r = detect_numa(root, &f);
+        if (r < 0)
+                goto fail;
+
+        r = path_exists_under(root, "sys/kernel/mm/page_idle/bitmap");
+        if (r < 0)
+                goto fail;
+        r = r ? set_feature(&f, FEATURE_PAGE_IDLE, true, "/sys/kernel/mm/page_idle/bitmap present")
+              : set_feature(&f, FEATURE_PAGE_IDLE, false,
+                            "no /sys/kernel/mm/page_idle/bitmap (kernel without CONFIG_IDLE_PAGE_TRACKING)");
+        if (r < 0)
+                goto fail;
+
+        r = path_exists_under(root, "proc/pressure/cpu");
+        if (r < 0)
+                goto fail;
+        r = r ? set_feature(&f, FEATURE_PSI, true, "/proc/pressure present")
+              : set_feature(&f, FEATURE_PSI, false, "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)");
+        if (r < 0)
+                goto fail;
+
+        *ret = f;
+        return 0;
+
+fail:
+        features_done(&f);
+        return r;
+}
+
+void features_done(Features *f) {
+        if (!f)
+                return;
+        for (FeatureId i = 0; i < _FEATURE_MAX; i++)
+                f->feature[i].detail = mfree(f->feature[i].detail);
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+#include "cgroup-util.h"
+
+/*
+ * What this host offers the capabilities that build on it. Probed once at start-up; exported as
+ * the Features property: (name, available, detail), where detail says what was found or why not.
+ */
+typedef enum FeatureId {
+        FEATURE_SYSTEMD,   /* systemd is PID 1: slices can be systemd units */
+        FEATURE_CGROUP_V2, /* a cgroup2 hierarchy with controllers */
+        FEATURE_CGROUP_V1, /* v1 controller hierarchies */
+        FEATURE_NUMA,      /* more than one NUMA node online */
+        FEATURE_PAGE_IDLE, /* idle page tracking, for referenced-first migration */
+        FEATURE_PSI,       /* pressure stall information */
+        _FEATURE_MAX,
+} FeatureId;
+
+typedef struct Feature {
+        bool available;
+        char *detail;
+} Feature;
+
+typedef struct Features {
+        Feature feature[_FEATURE_MAX];
+        CGroupMode cgroup_mode;
+        unsigned numa_nodes; /* 0 when the kernel exposes no node information */
+} Features;
+
+const char *feature_to_string(FeatureId id) _const_;
+
+/* Probes the system whose filesystem starts at root ("/" normally, a fake tree in tests). */
+int features_detect(const char *root, Features *ret);
+void features_done(Features *f);

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <string.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "alloc-util.h"
+#include "bus-util.h"
+#include "log.h"
+#include "manager-bus.h"
+#include "manager.h"
+#include "string-util.h"
+#include "strv.h"
+
+static const char *const manager_state_table[_MANAGER_STATE_MAX] = {
+        [MANAGER_STARTING] = "starting",
+        [MANAGER_RUNNING] = "running",
+        [MANAGER_RELOADING] = "reloading",
+        [MANAGER_STOPPING] = "stopping",
+};
+
+const char *manager_state_to_string(ManagerState s) {
+        return s >= 0 && s < _MANAGER_STATE_MAX ? manager_state_table[s] : NULL;
+}
+
+int manager_new(const char *config_path, const char *bus_address, int log_level_override, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+
+        m = new0(Manager, 1);
+        if (!m)
+                return -ENOMEM;
+
+        m->config = MANAGER_CONFIG_DEFAULTS;
+        m->log_level_override = log_level_override;
+        m->config_path = strdup(config_path);
+        if (!m->config_path)
+                return -ENOMEM;
+        if (bus_address) {
+                m->bus_address = strdup(bus_address);
+                if (!m->bus_address)
+                        return -ENOMEM;
+        }
+        m->start_realtime_usec = now(CLOCK_REALTIME);
+        m->start_monotonic_usec = now(CLOCK_MONOTONIC);
+
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+
+        sd_bus_flush_close_unref(m->bus);
+        sd_event_unref(m->event);
+        features_done(&m->features);
+        strv_free(m->config_files);
+        free(m->config_path);
+        free(m->bus_address);
+        return mfree(m);
+}
+
+static void manager_apply_log_settings(Manager *m) {
+        log_set_target(m->config.log_target);
+        log_open();
+        log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : m->config.log_level);
+}
+
+int manager_load_config(Manager *m) {
+        _cleanup_strv_free_ char **files = NULL;
+        ManagerConfig c;
+        int r;
+
+        r = manager_config_load(m->config_path, &c, &files);
+        if (r < 0)
+                return r;
+
+        m->config = c;
+        strv_free(m->config_files);
+        m->config_files = TAKE_PTR(files);
+        manager_apply_log_settings(m);
+        return 0;
+}
+
+void manager_set_log_level(Manager *m, int level) {
+        log_set_max_level(level);
+        if (m->bus)
+                (void) sd_bus_emit_properties_changed(m->bus, TONARI_MANAGER_PATH, TONARI_MANAGER_INTERFACE,
+                                                      "LogLevel", NULL);
+}
+
+static void manager_set_state(Manager *m, ManagerState state) {
+        if (m->state == state)
+                return;
+        m->state = state;
+        if (m->bus)
+                (void) sd_bus_emit_properties_changed(m->bus, TONARI_MANAGER_PATH, TONARI_MANAGER_INTERFACE,
+                                                      "State", NULL);
+}
+
+static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        log_info("Received SIG%s, shutting down.", sigabbrev_np((int) si->ssi_signo));
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down...");
+        manager_set_state(m, MANAGER_STOPPING);
+        return sd_event_exit(m->event, 0);
+}
+
+static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading configuration...");
+        manager_set_state(m, MANAGER_RELOADING);
+
+        r = manager_load_config(m);
+        if (r < 0)
+                log_warning("Keeping the previous configuration: '%s' could not be loaded.", m->config_path);
+        else {
+                log_info("Reloaded configuration from '%s'.", m->config_path);
+                if (m->bus)
+                        (void) sd_bus_emit_properties_changed(m->bus, TONARI_MANAGER_PATH,
+                                                              TONARI_MANAGER_INTERFACE, "LogLevel", "ConfigFiles",
+                                                              NULL);
+        }
+
+        manager_set_state(m, MANAGER_RUNNING);
+        (void) sd_notify(false, "READY=1\nSTATUS=Ready.");
+        return 0;
+}
+
+/* Replies of org.freedesktop.DBus.RequestName(), which sd-bus hands to our callback unparsed. */
+enum {
+        REQUEST_NAME_REPLY_PRIMARY_OWNER = 1,
+        REQUEST_NAME_REPLY_IN_QUEUE = 2,
+        REQUEST_NAME_REPLY_EXISTS = 3,
+        REQUEST_NAME_REPLY_ALREADY_OWNER = 4,
+};
+
+static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        const sd_bus_error *e;
+        uint32_t ret;
+        int r;
+
+        e = sd_bus_message_get_error(reply);
+        if (e) {
+                r = sd_bus_error_get_errno(e);
+                log_error_errno(r, "Failed to acquire bus name '%s': %s", TONARI_BUS_NAME, bus_error_message(e, r));
+                if (sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED))
+                        log_error("Is the D-Bus policy for %s installed, and is tonarid running as root?",
+                                  TONARI_BUS_NAME);
+                return sd_event_exit(m->event, -ERRNO_VALUE(r ?: EIO));
+        }
+
+        r = sd_bus_message_read(reply, "u", &ret);
+        if (r < 0) {
+                log_error_errno(r, "Failed to parse the reply to RequestName(): %m");
+                return sd_event_exit(m->event, r);
+        }
+        if (ret == REQUEST_NAME_REPLY_EXISTS || ret == REQUEST_NAME_REPLY_IN_QUEUE) {
+                log_error("Bus name '%s' is already owned: is another tonarid running?", TONARI_BUS_NAME);
+                return sd_event_exit(m->event, -EEXIST);
+        }
+        if (ret != REQUEST_NAME_REPLY_PRIMARY_OWNER && ret != REQUEST_NAME_REPLY_ALREADY_OWNER) {
+                log_error("Unexpected reply %" PRIu32 " to RequestName('%s').", ret, TONARI_BUS_NAME);
+                return sd_event_exit(m->event, -EPROTO);
+        }
+
+        manager_set_state(m, MANAGER_RUNNING);
+        log_info("tonarid " PACKAGE_VERSION " running as %s.", TONARI_BUS_NAME);
+        (void) sd_notify(false, "READY=1\nSTATUS=Ready.");
+        return 0;
+}
+
+static int manager_connect_bus(Manager *m) {
+        int r;
+
+        r = bus_open(m->bus_address, "tonarid", &m->bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to %s: %m",
+                                       m->bus_address ? m->bus_address : "the system bus");
+
+        r = manager_bus_add_objects(m->bus, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register D-Bus objects: %m");
+
+        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+
+        /* Losing the bus means nobody can reach us any more: exit, let systemd restart us. */
+        r = sd_bus_set_exit_on_disconnect(m->bus, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set exit-on-disconnect: %m");
+
+        /* No queueing: a second instance must fail loudly, not wait silently. */
+        r = sd_bus_request_name_async(m->bus, NULL, TONARI_BUS_NAME, 0, on_name_acquired, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to request bus name '%s': %m", TONARI_BUS_NAME);
+        return 0;
+}
+
+int manager_start(Manager *m) {
+        sigset_t mask;
+        int r;
+
+        r = features_detect("/", &m->features);
+        if (r < 0)
+                return log_error_errno(r, "Failed to probe host features: %m");
+        for (FeatureId i = 0; i < _FEATURE_MAX; i++)
+                log_debug("Feature %s: %s (%s)", feature_to_string(i), yes_no(m->features.feature[i].available),
+                          m->features.feature[i].detail);
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate event loop: %m");
+
+        /* sd-event (252) wants the signals blocked before it takes them over. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(errno, "Failed to block signals: %m");
+
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, on_terminate, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, on_terminate, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP, on_reload, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to install signal handlers: %m");
+
+        /* Pings systemd at half of WatchdogSec= when the unit sets it; a no-op otherwise. */
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to enable the watchdog: %m");
+
+        return manager_connect_bus(m);
+}
+
+int manager_run(Manager *m) {
+        int r;
+
+        r = sd_event_loop(m->event);
+        if (r < 0)
+                return r;
+        if (r > 0 || (m->state != MANAGER_STOPPING && !sd_bus_is_open(m->bus)))
+                return log_error_errno(ECONNRESET, "Lost the connection to the bus, exiting.");
+        return 0;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stddef.h>
+
+#include "conf-parser.h"
+#include "strv.h"
+#include "tonarid-conf.h"
+
+static const ConfigItem manager_config_table[] = {
+        { "Manager", "LogLevel", config_parse_log_level, offsetof(ManagerConfig, log_level) },
+        { "Manager", "LogTarget", config_parse_log_target, offsetof(ManagerConfig, log_target) },
+        {},
+};
+
+int manager_config_load(const char *path, ManagerConfig *ret, char ***ret_files) {
+        ManagerConfig c = MANAGER_CONFIG_DEFAULTS;
+        _cleanup_strv_free_ char **files = NULL;
+        int r;
+
+        r = config_parse(path, manager_config_table, &c, &files);
+        if (r < 0)
+                return r;
+
+        *ret = c;
+        if (ret_files)
+                *ret_files = TAKE_PTR(files);
+        return 0;
+}
+
+void manager_config_dump(const ManagerConfig *c, FILE *f) {
+        fprintf(f,
+                "[Manager]\n"
+                "LogLevel=%s\n"
+                "LogTarget=%s\n",
+                log_level_to_string(c->log_level), log_target_to_string(c->log_target));
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdio.h>
+#include <syslog.h>
+
+#include "log.h"
+
+/*
+ * tonarid.conf: the daemon's settings. Every field has a built-in default (below), documented in
+ * tonarid.conf(5) and in the shipped tonarid.conf, where each setting appears commented out with
+ * its default value; a test checks that the three agree.
+ */
+typedef struct ManagerConfig {
+        int log_level;        /* [Manager] LogLevel=, syslog priority */
+        LogTarget log_target; /* [Manager] LogTarget= */
+} ManagerConfig;
+
+/* info: every action on a tenant is logged at info (see STYLE); debug is for developers. */
+#define MANAGER_CONFIG_DEFAULTS ((ManagerConfig){ .log_level = LOG_INFO, .log_target = LOG_TARGET_AUTO })
+
+/*
+ * Loads path and the *.conf files in path.d/ over the defaults. On failure *ret is untouched and the error has
+ * been logged with file, line and value.
+ */
+int manager_config_load(const char *path, ManagerConfig *ret, char ***ret_files);
+
+/* Writes the configuration in tonarid.conf syntax; --dump-config. */
+void manager_config_dump(const ManagerConfig *c, FILE *f);
