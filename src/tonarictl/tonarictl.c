@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-bus.h>
+
+#include "alloc-util.h"
+#include "bus-json.h"
+#include "bus-util.h"
+#include "format-util.h"
+#include "log.h"
+#include "string-util.h"
+#include "table.h"
+#include "time-util.h"
+
+#define BUS_NAME "org.tonari.Manager1"
+#define MANAGER_PATH "/org/tonari/Manager1"
+#define MANAGER_INTERFACE "org.tonari.Manager1"
+
+/*
+ * Exit codes, documented in tonarictl(1); scripts rely on them, never renumber. Functions return
+ * negative errno as everywhere else; exit_status() maps the few that have their own code.
+ */
+enum {
+        EXIT_USAGE = 2,         /* -EINVAL: bad command line or arguments the daemon refused */
+        EXIT_NOT_RUNNING = 3,   /* -ESRCH: tonarid is not running, or the bus is unreachable */
+        EXIT_ACCESS_DENIED = 4, /* -EACCES, -EPERM: the caller lacks the privileges for this call */
+};
+
+static int exit_status(int r) {
+        if (r >= 0)
+                return EXIT_SUCCESS;
+        switch (-r) {
+        case EINVAL:
+                return EXIT_USAGE;
+        case ESRCH:
+                return EXIT_NOT_RUNNING;
+        case EACCES:
+        case EPERM:
+                return EXIT_ACCESS_DENIED;
+        default:
+                return EXIT_FAILURE;
+        }
+}
+
+typedef enum JsonMode {
+        JSON_OFF,
+        JSON_SHORT,
+        JSON_PRETTY,
+} JsonMode;
+
+static const char *arg_bus_address = NULL;
+static JsonMode arg_json = JSON_OFF;
+static bool arg_legend = true;
+
+static void json_object_putp(json_object **j) {
+        if (*j)
+                json_object_put(*j);
+}
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
+/* Explains a failed connection or call; returns -ESRCH, -EACCES or the error's errno (see exit_status()). */
+static int report_bus_error(const char *what, const sd_bus_error *error, int r) {
+        bool is_set = sd_bus_error_is_set(error);
+
+        if (sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
+                log_error("tonarid is not running: %s has no owner on %s.", BUS_NAME,
+                          arg_bus_address ? arg_bus_address : "the system bus");
+                log_error("Start it with 'systemctl start tonarid', or point --bus-address= at its bus.");
+                return -ESRCH;
+        }
+        if (!is_set && (r == -ENOENT || r == -ECONNREFUSED)) {
+                log_error("tonarid is not running: cannot connect to %s: %s",
+                          arg_bus_address ? arg_bus_address : "the system bus", strerror(ERRNO_VALUE(r)));
+                return -ESRCH;
+        }
+        if (sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) ||
+            (!is_set && (r == -EACCES || r == -EPERM))) {
+                log_error("Failed to %s: access denied: %s", what, bus_error_message(error, r));
+                log_error("This needs root privileges; try again as root.");
+                return -EACCES;
+        }
+
+        log_error("Failed to %s: %s", what, bus_error_message(error, r));
+        if (is_set)
+                return -ERRNO_VALUE(sd_bus_error_get_errno(error) ?: EIO);
+        return r < 0 ? r : -EIO;
+}
+
+static int connect_bus(sd_bus **ret) {
+        int r;
+
+        r = bus_open(arg_bus_address, "tonarictl", ret);
+        if (r < 0)
+                return report_bus_error("connect to the bus", NULL, r);
+        return 0;
+}
+
+static int print_json(json_object *j) {
+        int flags = arg_json == JSON_PRETTY ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                                            : JSON_C_TO_STRING_PLAIN;
+
+        puts(json_object_to_json_string_ext(j, flags | JSON_C_TO_STRING_NOSLASHESCAPE));
+        return 0;
+}
+
+static const char *json_get_string(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+                       ? json_object_get_string(v)
+                       : NULL;
+}
+
+static uint64_t json_get_uint64(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_uint64(v) : 0;
+}
+
+/* Features arrive as a(sbs); in JSON they read better as objects. */
+static int features_to_objects(json_object *status) {
+        json_object *features, *list;
+
+        if (!json_object_object_get_ex(status, "Features", &features) ||
+            !json_object_is_type(features, json_type_array))
+                return 0;
+        list = json_object_new_array();
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(features); i++) {
+                json_object *f = json_object_array_get_idx(features, i), *o;
+                if (json_object_array_length(f) != 3)
+                        continue;
+                o = json_object_new_object();
+                if (!o) {
+                        json_object_put(list);
+                        return -ENOMEM;
+                }
+                json_object_object_add(o, "name", json_object_get(json_object_array_get_idx(f, 0)));
+                json_object_object_add(o, "available", json_object_get(json_object_array_get_idx(f, 1)));
+                json_object_object_add(o, "detail", json_object_get(json_object_array_get_idx(f, 2)));
+                json_object_array_add(list, o);
+        }
+        json_object_object_add(status, "Features", list);
+        return 0;
+}
+
+static int print_status_human(json_object *s) {
+        _cleanup_(table_freep) Table *t = NULL;
+        char since[FORMAT_TIMESTAMP_MAX], ago[FORMAT_TIMESPAN_MAX], cpu[FORMAT_TIMESPAN_MAX],
+                mem[FORMAT_BYTES_MAX];
+        json_object *files, *features;
+        size_t n_files;
+
+        printf("tonarid %s\n", strna(json_get_string(s, "Version")));
+        printf("      State: %s\n", strna(json_get_string(s, "State")));
+        printf("        PID: %" PRIu64 "\n", json_get_uint64(s, "PID"));
+        printf("    Started: %s (%s ago)\n",
+               format_timestamp(since, sizeof(since), json_get_uint64(s, "StartTimestamp")),
+               format_timespan(ago, sizeof(ago), json_get_uint64(s, "UptimeUSec"), USEC_PER_SEC));
+        printf("   CPU time: %s\n", format_timespan(cpu, sizeof(cpu), json_get_uint64(s, "CPUUsageUSec"), USEC_PER_MSEC));
+        printf("Memory peak: %s\n", format_bytes(mem, sizeof(mem), json_get_uint64(s, "MemoryPeakBytes")));
+        printf("  Log level: %s\n", strna(json_get_string(s, "LogLevel")));
+
+        n_files = json_object_object_get_ex(s, "ConfigFiles", &files) ? json_object_array_length(files) : 0;
+        if (n_files == 0)
+                printf("     Config: built-in defaults\n");
+        for (size_t i = 0; i < n_files; i++)
+                printf("%s%s\n", i == 0 ? "     Config: " : "             ",
+                       json_object_get_string(json_object_array_get_idx(files, i)));
+
+        if (!json_object_object_get_ex(s, "Features", &features))
+                return 0;
+        t = table_new(3, "FEATURE", "AVAILABLE", "DETAIL");
+        if (!t)
+                return log_oom();
+        for (size_t i = 0; i < json_object_array_length(features); i++) {
+                json_object *f = json_object_array_get_idx(features, i);
+                if (table_add_row(t, json_get_string(f, "name"),
+                                  yes_no(json_object_get_boolean(json_object_object_get(f, "available"))),
+                                  json_get_string(f, "detail")) < 0)
+                        return log_oom();
+        }
+        putchar('\n');
+        return table_print(t, stdout, arg_legend);
+}
+
+static int verb_status(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_json_ json_object *status = NULL;
+        int r;
+
+        if (argc > 1)
+                return log_error_errno(EINVAL, "'status' takes no arguments, got '%s'.", argv[1]);
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_new_method_call(bus, &call, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "GetStatus");
+        if (r < 0)
+                return log_error_errno(r, "Failed to create method call: %m");
+        /* Asking for the status must not start the daemon through D-Bus activation. */
+        r = sd_bus_message_set_auto_start(call, false);
+        if (r < 0)
+                return log_error_errno(r, "Failed to disable auto-start: %m");
+
+        r = sd_bus_call(bus, call, 0, &error, &reply);
+        if (r < 0)
+                return report_bus_error("get the status of tonarid", &error, r);
+
+        r = bus_message_read_json(reply, &status);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse the reply of GetStatus(): %m");
+        r = features_to_objects(status);
+        if (r < 0)
+                return log_oom();
+
+        if (arg_json != JSON_OFF)
+                return print_json(status);
+        return print_status_human(status);
+}
+
+static int verb_log_level(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *level = NULL;
+        int r;
+
+        if (argc > 2)
+                return log_error_errno(EINVAL, "'log-level' takes at most one argument, got %i.", argc - 1);
+        if (argc == 2 && log_level_from_string(argv[1]) < 0)
+                return log_error_errno(EINVAL,
+                                       "Invalid log level '%s': expected emerg, alert, crit, err, warning, "
+                                       "notice, info, debug or 0-7.",
+                                       argv[1]);
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+
+        if (argc == 2) {
+                r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "SetLogLevel", &error, NULL,
+                                       "s", argv[1]);
+                if (r < 0)
+                        return report_bus_error("set the log level", &error, r);
+                return 0;
+        }
+
+        r = sd_bus_get_property_string(bus, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "LogLevel", &error, &level);
+        if (r < 0)
+                return report_bus_error("get the log level", &error, r);
+        if (arg_json != JSON_OFF) {
+                _cleanup_json_ json_object *j = json_object_new_object();
+                if (!j || json_object_object_add(j, "LogLevel", json_object_new_string(level)) < 0)
+                        return log_oom();
+                return print_json(j);
+        }
+        puts(level);
+        return 0;
+}
+
+static void help(void) {
+        printf("%s [OPTIONS...] COMMAND ...\n"
+               "\n"
+               "Query and control the tonari isolation manager (tonarid).\n"
+               "\n"
+               "Commands:\n"
+               "  status                 Show the daemon's state, its cost and the host's features\n"
+               "                         (the default command)\n"
+               "  log-level [LEVEL]      Show the daemon's log level, or set it (root only)\n"
+               "\n"
+               "Options:\n"
+               "  -h --help              Show this help and exit\n"
+               "     --version           Show the version and exit\n"
+               "     --bus-address=ADDR  Talk to tonarid on this D-Bus address instead of the\n"
+               "                         system bus\n"
+               "     --json[=MODE]       Print JSON: 'pretty' (default) or 'short'\n"
+               "     --no-legend         Do not print table headers\n"
+               "\n"
+               "Exit status: 0 success, 1 failure, 2 invalid usage, 3 tonarid not running,\n"
+               "4 access denied. See the tonarictl(1) man page for details.\n",
+               program_invocation_short_name);
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_BUS_ADDRESS,
+                ARG_JSON,
+                ARG_NO_LEGEND,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "bus-address", required_argument, NULL, ARG_BUS_ADDRESS },
+                { "json", optional_argument, NULL, ARG_JSON },
+                { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
+                {},
+        };
+        int c;
+
+        /* '+': stop at the first non-option, so verbs may take their own options later. */
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("tonarictl %s\n", PACKAGE_VERSION);
+                        return 0;
+                case ARG_BUS_ADDRESS:
+                        if (isempty(optarg))
+                                return log_error_errno(EINVAL, "--bus-address= requires an address.");
+                        arg_bus_address = optarg;
+                        break;
+                case ARG_JSON:
+                        if (!optarg || streq(optarg, "pretty"))
+                                arg_json = JSON_PRETTY;
+                        else if (streq(optarg, "short"))
+                                arg_json = JSON_SHORT;
+                        else if (streq(optarg, "off"))
+                                arg_json = JSON_OFF;
+                        else
+                                return log_error_errno(EINVAL,
+                                                       "Invalid --json= mode '%s': expected pretty, short or off.",
+                                                       optarg);
+                        break;
+                case ARG_NO_LEGEND:
+                        arg_legend = false;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        return log_error_errno(EINVAL, "Unhandled option %i.", c);
+                }
+        return 1;
+}
+
+static const struct {
+        const char *name;
+        int (*run)(int argc, char *argv[]);
+} verbs[] = {
+        { "status", verb_status },
+        { "log-level", verb_log_level },
+};
+
+int main(int argc, char *argv[]) {
+        int r;
+
+        log_open();
+
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return exit_status(r);
+
+        argc -= optind;
+        argv += optind;
+        if (argc == 0) {
+                char *default_argv[] = { (char *) "status", NULL };
+                return exit_status(verb_status(1, default_argv));
+        }
+
+        FOREACH_ELEMENT(v, verbs)
+                if (streq(argv[0], v->name))
+                        return exit_status(v->run(argc, argv));
+
+        log_error("Unknown command '%s'. See '%s --help'.", argv[0], program_invocation_short_name);
+        return EXIT_USAGE;
+}
