@@ -49,6 +49,48 @@ int bus_open(const char *address, const char *description, sd_bus **ret) {
         return 0;
 }
 
+static bool bus_address_char_ok(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-_/\\.*%", c);
+}
+
+bool bus_address_is_valid(const char *address) {
+        const char *p = address;
+
+        if (!address || !*address)
+                return false;
+
+        /* transport:key=value,key=value;transport:... */
+        for (;;) {
+                size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz-");
+                if (n == 0 || p[n] != ':')
+                        return false;
+                p += n + 1;
+                while (*p && *p != ';') {
+                        size_t k = 0;
+                        while (p[k] && p[k] != '=' && p[k] != ',' && p[k] != ';') {
+                                if (!bus_address_char_ok(p[k]))
+                                        return false;
+                                k++;
+                        }
+                        if (k == 0 || p[k] != '=')
+                                return false;
+                        p += k + 1;
+                        while (*p && *p != ',' && *p != ';') {
+                                if (!bus_address_char_ok(*p) && *p != ':' && *p != '=')
+                                        return false;
+                                p++;
+                        }
+                        if (*p == ',')
+                                p++;
+                }
+                if (*p == '\0')
+                        return true;
+                p++; /* ';' */
+                if (*p == '\0')
+                        return true;
+        }
+}
+
 int bus_verify_privileged(sd_bus_message *m, sd_bus_error *error) {
         int r;
 

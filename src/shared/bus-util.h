@@ -15,6 +15,13 @@
 int bus_open(const char *address, const char *description, sd_bus **ret);
 
 /*
+ * Syntax check of a D-Bus address ("unix:path=/run/x", "tcp:host=h,port=1;unix:abstract=y"):
+ * sd-bus reports an unparsable address only as a refused connection, which reads like "nobody is
+ * listening". Checks form, not reachability.
+ */
+bool bus_address_is_valid(const char *address) _pure_;
+
+/*
  * For handlers of mutating methods: succeeds if the sender is root or runs as the same user as
  * this daemon; otherwise fills error with org.freedesktop.DBus.Error.AccessDenied and returns
  * -EACCES. This is the in-code half of the policy; the D-Bus policy file is the other half.

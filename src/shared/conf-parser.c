@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "alloc-util.h"
 #include "conf-parser.h"
@@ -19,12 +20,23 @@ typedef struct ParseState {
         unsigned line;
         const ConfigItem *table;
         void *base;
+        const void *defaults;
         int error; /* first error, negative errno */
 } ParseState;
 
-/* inih reads through this so that we know the line number of every assignment it reports. */
+static void parse_error(ParseState *s, int error, const char *message) {
+        if (s->error == 0)
+                s->error = log_error_errno(error, "%s:%u: %s", s->path, s->line, message);
+}
+
+/*
+ * inih reads through this, so that we know the line number of every assignment, and so that
+ * lines reach it in the form our syntax promises: leading whitespace removed (inih would take an
+ * indented line as a continuation of the previous value) and ':' refused as a separator.
+ */
 static char *reader(char *str, int num, void *stream) {
         ParseState *s = stream;
+        size_t skip, sep;
         char *l;
 
         l = fgets(str, num, s->f);
@@ -33,14 +45,26 @@ static char *reader(char *str, int num, void *stream) {
         s->line++;
         if (!strchr(l, '\n') && !feof(s->f)) {
                 /* Longer than libinih's line buffer: it would read the tail as a new line. */
-                if (s->error == 0)
-                        s->error = log_error_errno(E2BIG, "%s:%u: Line too long (more than %i characters).",
-                                                   s->path, s->line, num - 2);
-                /* Swallow the rest of the line. */
+                char msg[64];
                 int c;
+
+                (void) snprintf(msg, sizeof(msg), "Line too long (more than %i characters).", num - 2);
+                parse_error(s, E2BIG, msg);
                 while ((c = fgetc(s->f)) != EOF && c != '\n')
                         ;
                 str[0] = '\0'; /* inih sees an empty line */
+                return l;
+        }
+
+        skip = strspn(l, " \t");
+        memmove(l, l + skip, strlen(l + skip) + 1);
+
+        if (!strchr("#;[\r\n", l[0]) && l[0] != '\0') {
+                sep = strcspn(l, "=:");
+                if (l[sep] == ':') {
+                        parse_error(s, EINVAL, "Expected 'Key=Value': ':' does not separate keys from values.");
+                        str[0] = '\0';
+                }
         }
         return l;
 }
@@ -52,6 +76,11 @@ static int handler(void *user, const char *section, const char *key, const char 
         for (const ConfigItem *i = s->table; i->section; i++) {
                 if (!streq(i->section, section) || !streq(i->key, key))
                         continue;
+                if (isempty(value) && s->defaults) {
+                        /* "Key=" restores the built-in default, as in systemd's files. */
+                        memcpy((uint8_t *) s->base + i->offset, (const uint8_t *) s->defaults + i->offset, i->size);
+                        return 1;
+                }
                 r = i->parse(s->path, s->line, section, key, value, (uint8_t *) s->base + i->offset);
                 if (r < 0 && s->error == 0)
                         s->error = r;
@@ -64,9 +93,9 @@ static int handler(void *user, const char *section, const char *key, const char 
         return 1;
 }
 
-int config_parse_file(const char *path, const ConfigItem *table, void *base) {
+int config_parse_file(const char *path, const ConfigItem *table, void *base, const void *defaults) {
         _cleanup_fclose_ FILE *f = NULL;
-        ParseState s = { .path = path, .table = table, .base = base };
+        ParseState s = { .path = path, .table = table, .base = base, .defaults = defaults };
         struct stat st;
         int r;
 
@@ -78,6 +107,10 @@ int config_parse_file(const char *path, const ConfigItem *table, void *base) {
         }
         if (fstat(fileno(f), &st) < 0)
                 return log_error_errno(errno, "Failed to stat configuration file '%s': %m", path);
+        if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) {
+                log_debug("Configuration file '%s' is masked (/dev/null), skipping.", path);
+                return 0;
+        }
         if (!S_ISREG(st.st_mode))
                 return log_error_errno(EISDIR, "Configuration file '%s' is not a regular file.", path);
         s.f = f;
@@ -93,7 +126,7 @@ int config_parse_file(const char *path, const ConfigItem *table, void *base) {
                 /* inih reports the first line it could not make sense of (no '=', unclosed '['). */
                 return log_error_errno(EINVAL, "%s:%u: Syntax error: expected '[Section]' or 'Key=Value'.",
                                        path, (unsigned) r);
-        return 0;
+        return 1;
 }
 
 static int list_dropins(const char *dir, char ***ret) {
@@ -126,17 +159,18 @@ static int list_dropins(const char *dir, char ***ret) {
         return 0;
 }
 
-int config_parse(const char *main_file, const ConfigItem *table, void *base, char ***ret_files) {
+int config_parse(const char *main_file, const ConfigItem *table, void *base, const void *defaults,
+                 char ***ret_files) {
         _cleanup_strv_free_ char **dropins = NULL, **read_files = NULL;
         _cleanup_free_ char *dir = NULL;
         int r;
 
-        r = config_parse_file(main_file, table, base);
+        r = config_parse_file(main_file, table, base, defaults);
         if (r == -ENOENT)
                 log_debug("Configuration file '%s' does not exist, using built-in defaults.", main_file);
         else if (r < 0)
                 return r;
-        else if (strv_extend(&read_files, main_file) < 0)
+        else if (r > 0 && strv_extend(&read_files, main_file) < 0)
                 return log_oom();
 
         dir = strjoin(main_file, ".d");
@@ -147,12 +181,15 @@ int config_parse(const char *main_file, const ConfigItem *table, void *base, cha
                 return r;
 
         STRV_FOREACH(f, dropins) {
-                r = config_parse_file(*f, table, base);
-                if (r == -ENOENT) /* removed under our feet */
+                r = config_parse_file(*f, table, base, defaults);
+                if (r == -ENOENT) {
+                        /* A dangling symlink, or removed while we read the directory. */
+                        log_warning("Ignoring drop-in '%s': it does not exist (dangling symlink?).", *f);
                         continue;
+                }
                 if (r < 0)
                         return r;
-                if (strv_extend(&read_files, *f) < 0)
+                if (r > 0 && strv_extend(&read_files, *f) < 0)
                         return log_oom();
         }
 

@@ -8,9 +8,15 @@
  *
  * A configuration is one main file plus drop-ins: "<main>.d/" + "*.conf" files, applied in lexical order of
  * their file names after the main file, so later assignments win. A missing main file or drop-in
- * directory is not an error: the built-in defaults stay. Unknown sections and keys are reported as
- * warnings and ignored (a newer config keeps working with an older daemon); a value that does not
- * parse is an error naming the file, the line and the value, and the whole load fails.
+ * directory is not an error: the built-in defaults stay; a file that is a symlink to /dev/null is
+ * masked (skipped). An empty assignment ("Key=") resets the setting to its built-in default.
+ * Unknown sections and keys are reported as warnings and ignored (a newer config keeps working
+ * with an older daemon); a value that does not parse is an error naming the file, the line and the
+ * value, and the whole load fails.
+ *
+ * Syntax is libinih's with two differences that make it behave like systemd's files: leading
+ * whitespace is insignificant (libinih would treat an indented line as the continuation of the
+ * previous value), and only '=' separates a key from its value (libinih also takes ':').
  */
 
 typedef int (*ConfigParseFunc)(const char *file, unsigned line, const char *section, const char *key,
@@ -21,16 +27,23 @@ typedef struct ConfigItem {
         const char *key;
         ConfigParseFunc parse;
         size_t offset; /* where the value lives, relative to the base pointer given to config_parse() */
+        size_t size;   /* its size, for resetting it from the defaults on "Key=" */
 } ConfigItem;
+
+#define CONFIG_ITEM(section, key, parse, type, field)                                                  \
+        { section, key, parse, offsetof(type, field), sizeof(((type *) NULL)->field) }
 
 /*
  * Parses main_file and its drop-ins into base according to table (terminated by an item with
- * section NULL). On success *ret_files (if non-NULL) lists the files that were read, in order.
+ * section NULL); defaults has the same type as base and supplies the values for empty
+ * assignments. Value fields must not own memory (they are reset by copying). On success
+ * *ret_files (if non-NULL) lists the files that were read, in order.
  */
-int config_parse(const char *main_file, const ConfigItem *table, void *base, char ***ret_files);
+int config_parse(const char *main_file, const ConfigItem *table, void *base, const void *defaults,
+                 char ***ret_files);
 
-/* Parses a single file; used by config_parse() and by tests. */
-int config_parse_file(const char *path, const ConfigItem *table, void *base);
+/* Parses a single file: 1 if it was read, 0 if masked (/dev/null), -ENOENT if missing. */
+int config_parse_file(const char *path, const ConfigItem *table, void *base, const void *defaults);
 
 /* Value parsers for ConfigItem.parse. */
 int config_parse_log_level(const char *file, unsigned line, const char *section, const char *key,

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -189,9 +190,35 @@ static int print_status_human(json_object *s) {
         return table_print(t, stdout, arg_legend);
 }
 
+/*
+ * Calls a method that only reads. Reading must not start the daemon through D-Bus activation, so
+ * auto-start is off: a stopped tonarid is reported as not running (exit 3) instead.
+ */
+static int call_read_only(sd_bus *bus, const char *path, const char *interface, const char *member,
+                          sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &call, BUS_NAME, path, interface, member);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_set_auto_start(call, false);
+        if (r < 0)
+                return r;
+        if (types) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(call, types, ap);
+                va_end(ap);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_call(bus, call, 0, error, ret_reply);
+}
+
 static int verb_status(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_json_ json_object *status = NULL;
         int r;
@@ -203,15 +230,7 @@ static int verb_status(int argc, char *argv[]) {
         if (r < 0)
                 return r;
 
-        r = sd_bus_message_new_method_call(bus, &call, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "GetStatus");
-        if (r < 0)
-                return log_error_errno(r, "Failed to create method call: %m");
-        /* Asking for the status must not start the daemon through D-Bus activation. */
-        r = sd_bus_message_set_auto_start(call, false);
-        if (r < 0)
-                return log_error_errno(r, "Failed to disable auto-start: %m");
-
-        r = sd_bus_call(bus, call, 0, &error, &reply);
+        r = call_read_only(bus, MANAGER_PATH, MANAGER_INTERFACE, "GetStatus", &error, &reply, NULL);
         if (r < 0)
                 return report_bus_error("get the status of tonarid", &error, r);
 
@@ -229,8 +248,9 @@ static int verb_status(int argc, char *argv[]) {
 
 static int verb_log_level(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_free_ char *level = NULL;
+        const char *level;
         int r;
 
         if (argc > 2)
@@ -253,9 +273,13 @@ static int verb_log_level(int argc, char *argv[]) {
                 return 0;
         }
 
-        r = sd_bus_get_property_string(bus, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "LogLevel", &error, &level);
+        r = call_read_only(bus, MANAGER_PATH, "org.freedesktop.DBus.Properties", "Get", &error, &reply, "ss",
+                           MANAGER_INTERFACE, "LogLevel");
         if (r < 0)
                 return report_bus_error("get the log level", &error, r);
+        r = sd_bus_message_read(reply, "v", "s", &level);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse the LogLevel property: %m");
         if (arg_json != JSON_OFF) {
                 _cleanup_json_ json_object *j = json_object_new_object();
                 if (!j || json_object_object_add(j, "LogLevel", json_object_new_string(level)) < 0)
@@ -281,7 +305,7 @@ static void help(void) {
                "     --version           Show the version and exit\n"
                "     --bus-address=ADDR  Talk to tonarid on this D-Bus address instead of the\n"
                "                         system bus\n"
-               "     --json[=MODE]       Print JSON: 'pretty' (default) or 'short'\n"
+               "     --json[=MODE]       Print JSON: 'pretty' (the default), 'short' or 'off'\n"
                "     --no-legend         Do not print table headers\n"
                "\n"
                "Exit status: 0 success, 1 failure, 2 invalid usage, 3 tonarid not running,\n"
@@ -306,8 +330,8 @@ static int parse_argv(int argc, char *argv[]) {
         };
         int c;
 
-        /* '+': stop at the first non-option, so verbs may take their own options later. */
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        /* Options may come before or after the command, as with systemctl. */
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -316,8 +340,13 @@ static int parse_argv(int argc, char *argv[]) {
                         printf("tonarictl %s\n", PACKAGE_VERSION);
                         return 0;
                 case ARG_BUS_ADDRESS:
-                        if (isempty(optarg))
-                                return log_error_errno(EINVAL, "--bus-address= requires an address.");
+                        if (!bus_address_is_valid(optarg)) {
+                                _cleanup_free_ char *e = cescape(optarg);
+                                return log_error_errno(EINVAL,
+                                                       "Invalid --bus-address= value '%s': expected a D-Bus "
+                                                       "address such as unix:path=/run/dbus/system_bus_socket.",
+                                                       strna(e));
+                        }
                         arg_bus_address = optarg;
                         break;
                 case ARG_JSON:

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "alloc-util.h"
 #include "bus-util.h"
 #include "log.h"
 #include "manager-bus.h"
@@ -118,12 +119,18 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
         return sd_bus_send(NULL, reply, NULL);
 }
 
+static void log_level_change(int level, int old, uid_t uid) {
+        log_struct(LOG_NOTICE, "TONARI_LOG_LEVEL=%s", log_level_to_string(level), "TONARI_CALLER_UID=%d", (int) uid,
+                   LOG_MESSAGE("Log level set to '%s' (was '%s') by UID %d.", log_level_to_string(level),
+                               log_level_to_string(old), (int) uid));
+}
+
 static int method_set_log_level(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         Manager *m = userdata;
         const char *value;
         uid_t uid = UID_INVALID;
-        int level, r;
+        int level, old, r;
 
         r = sd_bus_message_read(message, "s", &value);
         if (r < 0)
@@ -134,18 +141,25 @@ static int method_set_log_level(sd_bus_message *message, void *userdata, sd_bus_
                 return r;
 
         level = log_level_from_string(value);
-        if (level < 0)
+        if (level < 0) {
+                _cleanup_free_ char *e = cescape(value);
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Invalid log level '%s': expected emerg, alert, crit, err, warning, "
                                          "notice, info, debug or 0-7.",
-                                         value);
+                                         strna(e));
+        }
 
         if (sd_bus_query_sender_creds(message, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds) >= 0)
                 (void) sd_bus_creds_get_euid(creds, &uid);
 
+        /* The change is logged at notice while the more verbose of the two levels is in effect, so
+         * lowering the level does not swallow the record of who lowered it. */
+        old = log_get_max_level();
+        if (level < old)
+                log_level_change(level, old, uid);
         manager_set_log_level(m, level);
-        log_struct(LOG_INFO, "TONARI_LOG_LEVEL=%s", log_level_to_string(level), "TONARI_CALLER_UID=%d", (int) uid,
-                   LOG_MESSAGE("Log level set to '%s' by UID %d.", log_level_to_string(level), (int) uid));
+        if (level >= old)
+                log_level_change(level, old, uid);
 
         return sd_bus_reply_method_return(message, NULL);
 }

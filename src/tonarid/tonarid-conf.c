@@ -6,17 +6,18 @@
 #include "tonarid-conf.h"
 
 static const ConfigItem manager_config_table[] = {
-        { "Manager", "LogLevel", config_parse_log_level, offsetof(ManagerConfig, log_level) },
-        { "Manager", "LogTarget", config_parse_log_target, offsetof(ManagerConfig, log_target) },
+        CONFIG_ITEM("Manager", "LogLevel", config_parse_log_level, ManagerConfig, log_level),
+        CONFIG_ITEM("Manager", "LogTarget", config_parse_log_target, ManagerConfig, log_target),
         {},
 };
 
 int manager_config_load(const char *path, ManagerConfig *ret, char ***ret_files) {
-        ManagerConfig c = MANAGER_CONFIG_DEFAULTS;
+        const ManagerConfig defaults = MANAGER_CONFIG_DEFAULTS;
+        ManagerConfig c = defaults;
         _cleanup_strv_free_ char **files = NULL;
         int r;
 
-        r = config_parse(path, manager_config_table, &c, &files);
+        r = config_parse(path, manager_config_table, &c, &defaults, &files);
         if (r < 0)
                 return r;
 
