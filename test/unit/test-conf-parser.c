@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc-util.h"
+#include "string-util.h"
+#include "strv.h"
+#include "tests.h"
+#include "tonarid-conf.h"
+
+static char dir[] = "/tmp/test-conf.XXXXXX";
+
+static char *put(const char *name, const char *content) {
+        char *p = strjoin(dir, "/", name);
+        FILE *f;
+
+        ck_assert_ptr_nonnull(p);
+        f = fopen(p, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs(content, f);
+        fclose(f);
+        return p;
+}
+
+static void setup(void) {
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+START_TEST(test_defaults_without_files) {
+        _cleanup_strv_free_ char **files = NULL;
+        _cleanup_free_ char *main_file = NULL;
+        ManagerConfig c = { .log_level = -1 };
+
+        setup();
+        main_file = strjoin(dir, "/tonarid.conf");
+        ck_assert_int_eq(manager_config_load(main_file, &c, &files), 0);
+        ck_assert_int_eq(c.log_level, LOG_INFO);
+        ck_assert_int_eq(c.log_target, LOG_TARGET_AUTO);
+        ck_assert_uint_eq(strv_length(files), 0);
+}
+END_TEST
+
+START_TEST(test_main_and_dropins) {
+        _cleanup_strv_free_ char **files = NULL;
+        _cleanup_free_ char *main_file = NULL, *d = NULL;
+        ManagerConfig c;
+
+        setup();
+        main_file = put("tonarid.conf", "# comment\n; other comment\n\n[Manager]\nLogLevel=warning\nLogTarget=console\n");
+        d = strjoin(dir, "/tonarid.conf.d");
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        free(put("tonarid.conf.d/20-b.conf", "[Manager]\nLogLevel=debug\n"));
+        free(put("tonarid.conf.d/10-a.conf", "[Manager]\nLogLevel=err\nLogTarget=journal\n"));
+        free(put("tonarid.conf.d/30-ignored.txt", "[Manager]\nLogLevel=bogus\n"));
+        free(put("tonarid.conf.d/.hidden.conf", "[Manager]\nLogLevel=bogus\n"));
+
+        ck_assert_int_eq(manager_config_load(main_file, &c, &files), 0);
+        /* 10-a then 20-b: the last assignment wins; 10-a's LogTarget stays. */
+        ck_assert_int_eq(c.log_level, LOG_DEBUG);
+        ck_assert_int_eq(c.log_target, LOG_TARGET_JOURNAL);
+        ck_assert_uint_eq(strv_length(files), 3);
+        ck_assert_str_eq(files[0], main_file);
+        ck_assert_ptr_nonnull(endswith(files[1], "/10-a.conf"));
+        ck_assert_ptr_nonnull(endswith(files[2], "/20-b.conf"));
+}
+END_TEST
+
+START_TEST(test_unknown_is_ignored) {
+        _cleanup_free_ char *main_file = NULL;
+        ManagerConfig c;
+
+        setup();
+        main_file = put("tonarid.conf", "[Manager]\nFutureSetting=1\nLogLevel=notice\n[Future]\nX=y\n");
+        ck_assert_int_eq(manager_config_load(main_file, &c, NULL), 0);
+        ck_assert_int_eq(c.log_level, LOG_NOTICE);
+}
+END_TEST
+
+START_TEST(test_invalid_values) {
+        const char *bad[] = {
+                "[Manager]\nLogLevel=verbose\n",
+                "[Manager]\nLogLevel=8\n",
+                "[Manager]\nLogTarget=syslog\n",
+                "[Manager]\nLogLevel=info\x01\n",
+                "[Manager\nLogLevel=info\n",   /* unclosed section */
+                "[Manager]\nLogLevel info\n",  /* no '=' */
+        };
+        ManagerConfig c = MANAGER_CONFIG_DEFAULTS, before;
+
+        setup();
+        c.log_level = LOG_ALERT;
+        before = c;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                _cleanup_free_ char *p = put("tonarid.conf", bad[i]);
+                ck_assert_msg(manager_config_load(p, &c, NULL) == -EINVAL, "accepted: %s", bad[i]);
+                ck_assert_int_eq(c.log_level, before.log_level); /* untouched */
+        }
+}
+END_TEST
+
+START_TEST(test_long_line) {
+        _cleanup_free_ char *p = NULL, *text = malloc(1024);
+        ManagerConfig c;
+
+        setup();
+        strcpy(text, "[Manager]\nLogLevel=");
+        memset(text + strlen(text), 'x', 500);
+        strcpy(text + strlen("[Manager]\nLogLevel=") + 500, "\n");
+        p = put("tonarid.conf", text);
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), -E2BIG);
+}
+END_TEST
+
+START_TEST(test_unreadable) {
+        _cleanup_free_ char *p = NULL;
+        ManagerConfig c;
+
+        setup();
+        /* A directory where the file should be: an error, not silently the defaults. */
+        p = strjoin(dir, "/tonarid.conf");
+        ck_assert_int_eq(mkdir(p, 0755), 0);
+        ck_assert_int_lt(manager_config_load(p, &c, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_systemd_like_syntax) {
+        _cleanup_strv_free_ char **files = NULL;
+        _cleanup_free_ char *p = NULL, *d = NULL, *masked = NULL, *dangling = NULL;
+        ManagerConfig c;
+
+        setup();
+        /* Indentation is insignificant (inih alone would make the second line a continuation of
+         * LogLevel=), comments after " ;" are dropped, and "Key=" restores the default. */
+        p = put("tonarid.conf", "[Manager]\n  LogLevel=debug ; comment\n\tLogTarget=console\n");
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert_int_eq(c.log_level, LOG_DEBUG);
+        ck_assert_int_eq(c.log_target, LOG_TARGET_CONSOLE);
+        free(p);
+
+        p = put("tonarid.conf", "[Manager]\nLogLevel=debug\nLogLevel=\nLogTarget=console\n");
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert_int_eq(c.log_level, LOG_INFO);
+        ck_assert_int_eq(c.log_target, LOG_TARGET_CONSOLE);
+        free(p);
+
+        /* ':' is not a separator. */
+        p = put("tonarid.conf", "[Manager]\nLogLevel: debug\n");
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), -EINVAL);
+        free(p);
+
+        /* A drop-in symlinked to /dev/null is masked, a dangling one is skipped with a warning. */
+        p = put("tonarid.conf", "[Manager]\nLogLevel=err\n");
+        d = strjoin(dir, "/tonarid.conf.d");
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        masked = strjoin(d, "/10-masked.conf");
+        dangling = strjoin(d, "/20-dangling.conf");
+        ck_assert_int_eq(symlink("/dev/null", masked), 0);
+        ck_assert_int_eq(symlink("/nonexistent/x.conf", dangling), 0);
+        ck_assert_int_eq(manager_config_load(p, &c, &files), 0);
+        ck_assert_int_eq(c.log_level, LOG_ERR);
+        ck_assert_uint_eq(strv_length(files), 1);
+}
+END_TEST
+
+TEST_SUITE("conf-parser", test_systemd_like_syntax, test_defaults_without_files, test_main_and_dropins, test_unknown_is_ignored,
+           test_invalid_values, test_long_line, test_unreadable)

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "fake-tree.h"
+#include "host-features.h"
+
+static void assert_feature(const Features *f, FeatureId id, bool available, const char *detail_part) {
+        ck_assert_msg(f->feature[id].available == available, "%s: expected %s", feature_to_string(id),
+                      available ? "available" : "unavailable");
+        ck_assert_msg(strstr(f->feature[id].detail, detail_part), "%s: detail '%s' lacks '%s'",
+                      feature_to_string(id), f->feature[id].detail, detail_part);
+}
+
+/* The VM test bed: systemd, cgroup v2, two NUMA nodes, custom kernel with page_idle. */
+START_TEST(test_vm_like_host) {
+        Features f;
+
+        fake_root_new();
+        fake_dir("run/systemd/system");
+        fake_file("proc/cgroups", PROC_CGROUPS_UNIFIED);
+        fake_file("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n");
+        fake_file("sys/devices/system/node/online", "0-1\n");
+        fake_file("sys/kernel/mm/page_idle/bitmap", "");
+        fake_file("proc/pressure/cpu", "some avg10=0.00\n");
+
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        ck_assert_int_eq(f.cgroup_mode, CGROUP_MODE_UNIFIED);
+        ck_assert_uint_eq(f.numa_nodes, 2);
+        assert_feature(&f, FEATURE_SYSTEMD, true, "PID 1");
+        assert_feature(&f, FEATURE_CGROUP_V2, true, "controllers: cpuset cpu io memory pids");
+        assert_feature(&f, FEATURE_CGROUP_V1, false, "no v1");
+        assert_feature(&f, FEATURE_NUMA, true, "2 nodes online (0-1)");
+        assert_feature(&f, FEATURE_PAGE_IDLE, true, "present");
+        assert_feature(&f, FEATURE_PSI, true, "present");
+        features_done(&f);
+        features_done(&f); /* idempotent */
+}
+END_TEST
+
+/* The development machine: no systemd, hybrid cgroups, one node, no page_idle, no PSI. */
+START_TEST(test_dev_like_host) {
+        Features f;
+
+        fake_root_new();
+        fake_file("proc/cgroups", PROC_CGROUPS_HYBRID);
+        fake_file("sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n");
+        fake_file("sys/devices/system/node/online", "0\n");
+
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        ck_assert_int_eq(f.cgroup_mode, CGROUP_MODE_HYBRID);
+        ck_assert_uint_eq(f.numa_nodes, 1);
+        assert_feature(&f, FEATURE_SYSTEMD, false, "not booted with systemd");
+        assert_feature(&f, FEATURE_CGROUP_V2, false, "hybrid hierarchy");
+        assert_feature(&f, FEATURE_CGROUP_V2, false, "hugetlb");
+        assert_feature(&f, FEATURE_CGROUP_V1, true, "controllers: cpuset cpu cpuacct blkio memory pids");
+        assert_feature(&f, FEATURE_NUMA, false, "1 node online (0)");
+        assert_feature(&f, FEATURE_PAGE_IDLE, false, "CONFIG_IDLE_PAGE_TRACKING");
+        assert_feature(&f, FEATURE_PSI, false, "CONFIG_PSI");
+        features_done(&f);
+}
+END_TEST
+
+START_TEST(test_odd_numa) {
+        Features f;
+
+        fake_root_new();
+        fake_file("proc/cgroups", PROC_CGROUPS_UNIFIED);
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        ck_assert_uint_eq(f.numa_nodes, 0);
+        assert_feature(&f, FEATURE_NUMA, false, "missing");
+        assert_feature(&f, FEATURE_CGROUP_V2, false, "no cgroup2");
+        features_done(&f);
+
+        fake_file("sys/devices/system/node/online", "0,2-3\n");
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_NUMA, true, "3 nodes online (0,2-3)");
+        features_done(&f);
+
+        fake_file("sys/devices/system/node/online", "zero\n");
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_NUMA, false, "cannot parse online node list 'zero'");
+        features_done(&f);
+}
+END_TEST
+
+TEST_SUITE("host-features", test_vm_like_host, test_dev_like_host, test_odd_numa)
