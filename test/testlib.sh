@@ -1,6 +1,8 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
-# Helpers for tonari system tests that run inside the test-bed VM (test/vm/run copies this file
-# next to the test as $TONARI_VM_SHARE/testlib.sh). Conventions follow systemd's TEST-NN suites:
+# Helpers for tonari's shell tests. The host integration tests (test/integration/) source it
+# directly; the system tests in the test-bed VM get it from test/vm/run, which copies it next to
+# the test as $TONARI_VM_SHARE/testlib.sh. Conventions follow systemd's TEST-NN suites:
 #
 #   #!/bin/bash
 #   set -eux
@@ -8,7 +10,10 @@
 #   . "$TONARI_VM_SHARE/testlib.sh"
 #
 #   testcase_something() {
-#           trap 'rm -rf /tmp/x' EXIT       # cleanup: each testcase runs in its own subshell
+#           # Cleanup: each testcase runs in its own subshell, so an EXIT trap is scoped to it. The
+#           # trap runs after the function returned: it must not use the function's locals.
+#           tmp=$(mktemp -d)
+#           trap 'rm -rf "$tmp"' EXIT
 #           assert_eq 2 "$(numactl -H | awk '/^available:/ {print $2}')"
 #   }
 #
@@ -23,55 +28,66 @@
 set -eux
 set -o pipefail
 
-# Print without the xtrace noise, keeping xtrace as it was.
-_tl_say() {
-        local xtrace=0
-        [[ $- == *x* ]] && xtrace=1
-        set +x
-        printf '%s\n' "$*" >&2
-        ((xtrace)) && set -x
-        return 0
-}
-
-_tl_fail() {
-        _tl_say "ASSERTION FAILED: $*"
-        return 1
+# Assertions run with xtrace off: the trace already shows the call and its arguments, and a
+# failure prints expected vs. actual. Each starts with `{ _tl_xt=$-; set +x; } 2>/dev/null` and
+# ends with _tl_end, which reports and restores xtrace.
+_tl_xt=
+_tl_end() {
+        local ok=$1
+        shift
+        ((ok == 0)) || printf 'ASSERTION FAILED: %s\n' "$*" >&2
+        [[ $_tl_xt != *x* ]] || set -x
+        return "$ok"
 }
 
 # assert_eq EXPECTED ACTUAL [WHAT]
 assert_eq() {
-        [[ "$2" == "$1" ]] || _tl_fail "${3:-assert_eq}: expected '$1', got '$2'"
+        { _tl_xt=$-; set +x; } 2>/dev/null
+        local ok=0
+        [[ "$2" == "$1" ]] || ok=1
+        _tl_end "$ok" "${3:-assert_eq}: expected '$1', got '$2'"
 }
 
 # assert_match REGEX ACTUAL [WHAT]     (bash extended regex, unanchored unless you anchor it)
 assert_match() {
-        [[ "$2" =~ $1 ]] || _tl_fail "${3:-assert_match}: expected a match for /$1/, got '$2'"
+        { _tl_xt=$-; set +x; } 2>/dev/null
+        local ok=0
+        [[ "$2" =~ $1 ]] || ok=1
+        _tl_end "$ok" "${3:-assert_match}: expected a match for /$1/, got '$2'"
 }
 
-# assert_rc EXPECTED_RC COMMAND [ARGS...]
+# assert_rc EXPECTED_RC COMMAND [ARGS...]    (the command runs traced, with errexit off)
 assert_rc() {
         local expected=$1 rc=0
         shift
         "$@" || rc=$?
-        ((rc == expected)) || _tl_fail "assert_rc: expected exit code $expected, got $rc from: $*"
+        { _tl_xt=$-; set +x; } 2>/dev/null
+        local ok=0
+        ((rc == expected)) || ok=1
+        _tl_end "$ok" "assert_rc: expected exit code $expected, got $rc from: $*"
 }
 
-# _tl_cmp OP A B: numeric comparison, integers or decimals.
+# _tl_cmp OP A B: numeric comparison of integers or decimals; 2 if either is not a number.
 _tl_cmp() {
-        local op=$1 a=$2 b=$3 num='^-?[0-9]+(\.[0-9]+)?$'
-        [[ "$a" =~ $num ]] || _tl_fail "assert: '$a' is not a number" || return
-        [[ "$b" =~ $num ]] || _tl_fail "assert: '$b' is not a number" || return
-        awk -v a="$a" -v b="$b" "BEGIN { exit !(a $op b) }"
+        local num='^-?[0-9]+(\.[0-9]+)?$'
+        [[ "$2" =~ $num && "$3" =~ $num ]] || return 2
+        awk -v a="$2" -v b="$3" "BEGIN { exit !(a $1 b) }"
 }
 
 # assert_le ACTUAL MAX [WHAT]          ACTUAL <= MAX
 assert_le() {
-        _tl_cmp '<=' "$1" "$2" || _tl_fail "${3:-assert_le}: expected <= $2, got $1"
+        { _tl_xt=$-; set +x; } 2>/dev/null
+        local ok=0
+        _tl_cmp '<=' "$1" "$2" || ok=1
+        _tl_end "$ok" "${3:-assert_le}: expected a number <= $2, got '$1'"
 }
 
 # assert_ge ACTUAL MIN [WHAT]          ACTUAL >= MIN
 assert_ge() {
-        _tl_cmp '>=' "$1" "$2" || _tl_fail "${3:-assert_ge}: expected >= $2, got $1"
+        { _tl_xt=$-; set +x; } 2>/dev/null
+        local ok=0
+        _tl_cmp '>=' "$1" "$2" || ok=1
+        _tl_end "$ok" "${3:-assert_ge}: expected a number >= $2, got '$1'"
 }
 
 # The testcase_* functions in definition order (by line number: keep them in one file).
@@ -85,37 +101,50 @@ _tl_list_testcases() {
 }
 
 run_testcases() {
+        # The bookkeeping runs untraced; each testcase runs with the caller's xtrace setting.
+        { local xt=$-; set +x; } 2>/dev/null
         local names=() name rc start_usec ms passed=0 failed=0 failed_names=()
         if [[ -n "${TESTCASES:-}" ]]; then
                 read -ra names <<<"${TESTCASES//,/ }"
         else
                 mapfile -t names < <(_tl_list_testcases)
         fi
-        ((${#names[@]} > 0)) || _tl_fail "run_testcases: no testcase_* functions" || return
+        if ((${#names[@]} == 0)); then
+                echo "run_testcases: no testcase_* functions" >&2
+                return 1
+        fi
 
         for name in "${names[@]}"; do
-                declare -F "$name" >/dev/null || _tl_fail "run_testcases: no such testcase: $name" || return
-                _tl_say "=== RUN   $name"
+                if ! declare -F "$name" >/dev/null; then
+                        echo "run_testcases: no such testcase: $name" >&2
+                        return 1
+                fi
+                echo "=== RUN   $name" >&2
                 start_usec=${EPOCHREALTIME/./}
-                rc=0
-                # errexit is switched off here so that a failing testcase is reported, and on
-                # again inside the subshell so the testcase stops at its first failing command.
+                # errexit is off here so that a failing testcase is reported, and on again inside
+                # the subshell so that the testcase stops at its first failing command.
                 set +e
-                (set -e; "$name")
+                (
+                        set -e
+                        [[ $xt != *x* ]] || set -x
+                        "$name"
+                )
                 rc=$?
                 set -e
                 ms=$(( (${EPOCHREALTIME/./} - start_usec) / 1000 ))
                 if ((rc == 0)); then
                         passed=$((passed + 1))
-                        _tl_say "--- PASS  $name ($((ms / 1000)).$(printf '%03d' $((ms % 1000))) s)"
+                        printf -- '--- PASS  %s (%d.%03d s)\n' "$name" $((ms / 1000)) $((ms % 1000)) >&2
                 else
                         failed=$((failed + 1))
                         failed_names+=("$name")
-                        _tl_say "--- FAIL  $name (rc=$rc, $((ms / 1000)).$(printf '%03d' $((ms % 1000))) s)"
+                        printf -- '--- FAIL  %s (rc=%d, %d.%03d s)\n' \
+                                "$name" "$rc" $((ms / 1000)) $((ms % 1000)) >&2
                 fi
         done
 
-        ((failed == 0)) || _tl_say "failed testcases: ${failed_names[*]}"
-        _tl_say "$passed passed, $failed failed"
+        ((failed == 0)) || echo "failed testcases: ${failed_names[*]}" >&2
+        echo "$passed passed, $failed failed" >&2
+        [[ $xt != *x* ]] || set -x
         ((failed == 0))
 }
