@@ -156,13 +156,15 @@ static int print_status_human(json_object *s) {
                 mem[FORMAT_BYTES_MAX];
         json_object *files, *features;
         size_t n_files;
+        usec_t uptime;
 
         printf("tonarid %s\n", strna(json_get_string(s, "Version")));
         printf("      State: %s\n", strna(json_get_string(s, "State")));
         printf("        PID: %" PRIu64 "\n", json_get_uint64(s, "PID"));
+        uptime = json_get_uint64(s, "UptimeUSec");
         printf("    Started: %s (%s ago)\n",
                format_timestamp(since, sizeof(since), json_get_uint64(s, "StartTimestamp")),
-               format_timespan(ago, sizeof(ago), json_get_uint64(s, "UptimeUSec"), USEC_PER_SEC));
+               format_timespan(ago, sizeof(ago), uptime, uptime < USEC_PER_SEC ? USEC_PER_MSEC : USEC_PER_SEC));
         printf("   CPU time: %s\n", format_timespan(cpu, sizeof(cpu), json_get_uint64(s, "CPUUsageUSec"), USEC_PER_MSEC));
         printf("Memory peak: %s\n", format_bytes(mem, sizeof(mem), json_get_uint64(s, "MemoryPeakBytes")));
         printf("  Log level: %s\n", strna(json_get_string(s, "LogLevel")));
