@@ -10,6 +10,8 @@
 #include "alloc-util.h"
 #include "bus-util.h"
 #include "fd-util.h"
+#include "log.h"
+#include "string-util.h"
 
 int bus_open(const char *address, const char *description, sd_bus **ret) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -89,6 +91,18 @@ bool bus_address_is_valid(const char *address) {
                 if (*p == '\0')
                         return true;
         }
+}
+
+int bus_address_from_option(const char *value, const char **ret) {
+        if (!bus_address_is_valid(value)) {
+                _cleanup_free_ char *e = cescape(strempty(value));
+                return log_error_errno(EINVAL,
+                                       "Invalid --bus-address= value '%s': expected a D-Bus address such as "
+                                       "unix:path=/run/dbus/system_bus_socket.",
+                                       strna(e));
+        }
+        *ret = value;
+        return 0;
 }
 
 int bus_verify_privileged(sd_bus_message *m, sd_bus_error *error) {

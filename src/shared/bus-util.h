@@ -21,6 +21,9 @@ int bus_open(const char *address, const char *description, sd_bus **ret);
  */
 bool bus_address_is_valid(const char *address) _pure_;
 
+/* Handles a --bus-address= option: on a bad address logs why (value escaped) and returns -EINVAL. */
+int bus_address_from_option(const char *value, const char **ret);
+
 /*
  * For handlers of mutating methods: succeeds if the sender is root or runs as the same user as
  * this daemon; otherwise fills error with org.freedesktop.DBus.Error.AccessDenied and returns

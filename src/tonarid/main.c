@@ -70,14 +70,8 @@ static int parse_argv(int argc, char *argv[]) {
                         printf("tonarid %s\n", PACKAGE_VERSION);
                         return 0;
                 case ARG_BUS_ADDRESS:
-                        if (!bus_address_is_valid(optarg)) {
-                                _cleanup_free_ char *e = cescape(optarg);
-                                return log_error_errno(EINVAL,
-                                                       "Invalid --bus-address= value '%s': expected a D-Bus "
-                                                       "address such as unix:path=/run/dbus/system_bus_socket.",
-                                                       strna(e));
-                        }
-                        arg_bus_address = optarg;
+                        if (bus_address_from_option(optarg, &arg_bus_address) < 0)
+                                return -EINVAL;
                         break;
                 case ARG_BUS_INTROSPECT:
                         if (isempty(optarg))

@@ -31,6 +31,10 @@ static int append_features(sd_bus_message *reply, const Manager *m) {
         return sd_bus_message_close_container(reply);
 }
 
+static int append_config_files(sd_bus_message *reply, const Manager *m) {
+        return sd_bus_message_append_strv(reply, m->config_files);
+}
+
 static int property_get_features(sd_bus *bus, const char *path, const char *interface, const char *property,
                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         return append_features(reply, userdata);
@@ -50,8 +54,30 @@ static int property_get_state(sd_bus *bus, const char *path, const char *interfa
 static int property_get_config_files(sd_bus *bus, const char *path, const char *interface,
                                      const char *property, sd_bus_message *reply, void *userdata,
                                      sd_bus_error *error) {
-        const Manager *m = userdata;
-        return sd_bus_message_append_strv(reply, m->config_files);
+        return append_config_files(reply, userdata);
+}
+
+/* One {sv} entry of GetStatus() whose value is written by append(). */
+static int append_status_entry(sd_bus_message *reply, const char *key, const char *signature,
+                               int (*append)(sd_bus_message *reply, const Manager *m), const Manager *m) {
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'e', "sv");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "s", key);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'v', signature);
+        if (r < 0)
+                return r;
+        r = append(reply, m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
 }
 
 static usec_t rusage_cpu_usec(const struct rusage *ru) {
@@ -85,31 +111,10 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
         if (r < 0)
                 return r;
 
-        r = sd_bus_message_open_container(reply, 'e', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "s", "ConfigFiles");
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'v', "as");
-        if (r >= 0)
-                r = sd_bus_message_append_strv(reply, m->config_files);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+        r = append_status_entry(reply, "ConfigFiles", "as", append_config_files, m);
         if (r < 0)
                 return r;
-
-        r = sd_bus_message_open_container(reply, 'e', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "s", "Features");
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'v', "a(sbs)");
-        if (r >= 0)
-                r = append_features(reply, m);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+        r = append_status_entry(reply, "Features", "a(sbs)", append_features, m);
         if (r < 0)
                 return r;
 
