@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "macro.h"
 
@@ -14,6 +15,14 @@ static inline void *malloc_multiply(size_t size, size_t n) {
 
 #define new(t, n) ((t *) malloc_multiply(sizeof(t), (n)))
 #define new0(t, n) ((t *) calloc((n) ?: 1, sizeof(t)))
+
+/* A copy of size bytes at p; NULL on allocation failure. */
+static inline void *memdup(const void *p, size_t size) {
+        void *q = malloc(size ?: 1);
+        if (q && size > 0)
+                memcpy(q, p, size);
+        return q;
+}
 
 static inline void *mfree(void *p) {
         free(p);

@@ -19,25 +19,35 @@
 #define _likely_(x) (__builtin_expect(!!(x), 1))
 #define _unlikely_(x) (__builtin_expect(!!(x), 0))
 
+#define _CONCAT(a, b) a##b
+#define CONCAT(a, b) _CONCAT(a, b)
+#define UNIQ_T(x, uniq) CONCAT(__unique_prefix_, CONCAT(x, uniq))
+
 /* Number of elements of a real array; refuses to compile for a pointer. */
 #define ELEMENTSOF(x)                                                                                  \
         (__builtin_choose_expr(!__builtin_types_compatible_p(typeof(x), typeof(&*(x))),                 \
                                sizeof(x) / sizeof((x)[0]), (void) 0))
 
-#define FOREACH_ELEMENT(i, array) for (typeof(&(array)[0]) i = (array); i < (array) + ELEMENTSOF(array); i++)
+/* array is evaluated once: a compound literal written twice would be two different arrays. */
+#define FOREACH_ELEMENT(i, array)                                                                      \
+        for (typeof(&(array)[0]) i = (array), CONCAT(i, _end_) = i + ELEMENTSOF(array); i < CONCAT(i, _end_); i++)
 
-#define MIN(a, b)                                                                                      \
+/* Unique local names, so that MIN(MAX(...)) does not shadow itself. */
+
+#define __MIN(aq, a, bq, b)                                                                            \
         ({                                                                                             \
-                const typeof(a) _a = (a);                                                              \
-                const typeof(b) _b = (b);                                                              \
-                _a < _b ? _a : _b;                                                                     \
+                const typeof(a) UNIQ_T(A, aq) = (a);                                                   \
+                const typeof(b) UNIQ_T(B, bq) = (b);                                                   \
+                UNIQ_T(A, aq) < UNIQ_T(B, bq) ? UNIQ_T(A, aq) : UNIQ_T(B, bq);                         \
         })
-#define MAX(a, b)                                                                                      \
+#define __MAX(aq, a, bq, b)                                                                            \
         ({                                                                                             \
-                const typeof(a) _a = (a);                                                              \
-                const typeof(b) _b = (b);                                                              \
-                _a > _b ? _a : _b;                                                                     \
+                const typeof(a) UNIQ_T(A, aq) = (a);                                                   \
+                const typeof(b) UNIQ_T(B, bq) = (b);                                                   \
+                UNIQ_T(A, aq) > UNIQ_T(B, bq) ? UNIQ_T(A, aq) : UNIQ_T(B, bq);                         \
         })
+#define MIN(a, b) __MIN(__COUNTER__, (a), __COUNTER__, (b))
+#define MAX(a, b) __MAX(__COUNTER__, (a), __COUNTER__, (b))
 #define CLAMP(x, lo, hi) MIN(MAX((x), (lo)), (hi))
 #define DIV_ROUND_UP(x, y)                                                                             \
         ({                                                                                             \

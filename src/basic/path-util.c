@@ -69,6 +69,16 @@ bool path_is_normalized_absolute(const char *s) {
         }
 }
 
+bool path_equal_or_below(const char *path, const char *prefix) {
+        size_t n = strlen(prefix);
+
+        while (n > 1 && prefix[n - 1] == '/')
+                n--;
+        if (strncmp(path, prefix, n) != 0)
+                return false;
+        return path[n] == '\0' || path[n] == '/' || (n == 1 && prefix[0] == '/');
+}
+
 char *path_join(const char *a, const char *b) {
         size_t la = strlen(a);
 

@@ -30,5 +30,8 @@ bool filename_is_valid(const char *s) _pure_;
  */
 bool path_is_normalized_absolute(const char *s) _pure_;
 
+/* True if path is prefix or lies below it, comparing whole components ("/a/bc" is not below "/a/b"). */
+bool path_equal_or_below(const char *path, const char *prefix) _pure_;
+
 /* Joins with exactly one '/' between the parts; NULL on allocation failure. */
 char *path_join(const char *a, const char *b);

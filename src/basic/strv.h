@@ -34,3 +34,5 @@ void strv_sort(char **l);
 
 #define STRV_FOREACH(s, l) for (char **s = (l); s && *s; s++)
 #define STRV_MAKE(...) ((char *[]){ __VA_ARGS__, NULL })
+/* True if x equals one of the listed strings. */
+#define STR_IN_SET(x, ...) (!!strv_find((char *const *) ((const char *const[]){ __VA_ARGS__, NULL }), (x)))

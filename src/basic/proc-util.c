@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc-util.h"
+#include "fileio.h"
+#include "parse-util.h"
+#include "proc-util.h"
+#include "string-util.h"
+#include "strv.h"
+
+/* include/linux/sched.h: "I am a kernel thread". */
+#define PF_KTHREAD 0x00200000U
+
+int proc_stat_parse(const char *text, ProcStat *ret) {
+        _cleanup_strv_free_ char **f = NULL;
+        const char *close;
+        uint64_t ppid, flags, utime, stime;
+        int r;
+
+        /* "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime ..."
+         * comm may contain anything, so parse from its last ')'. */
+        close = strrchr(text, ')');
+        if (!close || close[1] != ' ')
+                return -EBADMSG;
+        r = strv_split(close + 2, " \n", &f);
+        if (r < 0)
+                return r;
+        /* f[0] = state (field 3), f[1] = ppid, f[6] = flags (field 9), f[11] = utime, f[12] = stime */
+        if (strv_length(f) < 13 || strlen(f[0]) != 1)
+                return -EBADMSG;
+        if (safe_atou64(f[1], &ppid) < 0 || safe_atou64(f[6], &flags) < 0 || safe_atou64(f[11], &utime) < 0 ||
+            safe_atou64(f[12], &stime) < 0 || flags > UINT32_MAX || ppid > INT32_MAX)
+                return -EBADMSG;
+
+        *ret = (ProcStat){
+                .state = f[0][0],
+                .ppid = (pid_t) ppid,
+                .flags = (unsigned) flags,
+                .utime_ticks = utime,
+                .stime_ticks = stime,
+        };
+        return 0;
+}
+
+int proc_pid_stat(const char *proc, pid_t pid, ProcStat *ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        int r;
+
+        if (pid <= 0)
+                return -EINVAL;
+        (void) snprintf(path, sizeof(path), "%i/stat", (int) pid);
+        _cleanup_free_ char *p = strjoin(proc, "/", path);
+        if (!p)
+                return -ENOMEM;
+        r = read_full_file(p, &text, NULL);
+        if (r == -ENOENT)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        return proc_stat_parse(text, ret);
+}
+
+int proc_pid_is_kernel_thread(const char *proc, pid_t pid) {
+        ProcStat st;
+        int r;
+
+        r = proc_pid_stat(proc, pid, &st);
+        if (r < 0)
+                return r;
+        return !!(st.flags & PF_KTHREAD);
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * The one reader of /proc/<pid> files. proc is the procfs mount ("/proc"; a fake tree in tests).
+ */
+
+/* Fields of /proc/<pid>/stat that tonari uses. */
+typedef struct ProcStat {
+        char state;        /* R, S, D, Z, ... */
+        pid_t ppid;
+        unsigned flags;    /* PF_* */
+        uint64_t utime_ticks;
+        uint64_t stime_ticks;
+} ProcStat;
+
+/* Parses the text of /proc/<pid>/stat; the command name may contain spaces and parentheses. */
+int proc_stat_parse(const char *text, ProcStat *ret);
+/* -ESRCH if the process does not exist. */
+int proc_pid_stat(const char *proc, pid_t pid, ProcStat *ret);
+/* 1 for a kernel thread (PF_KTHREAD), 0 for a user process, -ESRCH if there is none. */
+int proc_pid_is_kernel_thread(const char *proc, pid_t pid);

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <unistd.h>
+
+#include "fake-tree.h"
+#include "proc-util.h"
+
+START_TEST(test_stat_parse) {
+        ProcStat st;
+
+        ck_assert_int_eq(proc_stat_parse("1234 (bash) S 1 1234 1234 34816 5678 4194304 1 2 3 4 17 23 0 0 20 0 1 0 99 "
+                                         "1000 200 18446744073709551615\n",
+                                         &st),
+                         0);
+        ck_assert_int_eq(st.state, 'S');
+        ck_assert_int_eq(st.ppid, 1);
+        ck_assert_uint_eq(st.flags, 4194304);
+        ck_assert_uint_eq(st.utime_ticks, 17);
+        ck_assert_uint_eq(st.stime_ticks, 23);
+
+        /* A command name can be anything, including ") S 1" and spaces. */
+        ck_assert_int_eq(proc_stat_parse("7 (evil) R 9 (x) S 2 7 7 0 -1 2097216 0 0 0 0 5 6 0 0 20 0 1 0 9 0 0\n", &st), 0);
+        ck_assert_int_eq(st.state, 'S');
+        ck_assert_int_eq(st.ppid, 2);
+        ck_assert_uint_eq(st.flags, 2097216);
+
+        const char *bad[] = { "", "1234", "1234 (bash", "1 (x) S 1 2 3", "1 (x)S 1 1 1 1 1 1 1 1 1 1 5 6",
+                              "1 (x) SS 1 1 1 1 1 1 1 1 1 1 5 6", "1 (x) S -1 1 1 1 1 1 1 1 1 1 5 6",
+                              "1 (x) S 1 1 1 1 1 flags 1 1 1 1 5 6" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ck_assert_msg(proc_stat_parse(bad[i], &st) == -EBADMSG, "'%s' accepted", bad[i]);
+}
+END_TEST
+
+START_TEST(test_kernel_thread) {
+        fake_root_new();
+        /* kthreadd's flags include PF_KTHREAD (0x00200000). */
+        fake_file("proc/2/stat", "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n");
+        fake_file("proc/100/stat", "100 (sleep) S 1 100 100 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n");
+
+        ck_assert_int_eq(proc_pid_is_kernel_thread(fake_root, 2), -ESRCH); /* root is fake_root, not proc */
+        _cleanup_free_ char *proc = strjoin(fake_root, "/proc");
+        ck_assert_int_eq(proc_pid_is_kernel_thread(proc, 2), 1);
+        ck_assert_int_eq(proc_pid_is_kernel_thread(proc, 100), 0);
+        ck_assert_int_eq(proc_pid_is_kernel_thread(proc, 101), -ESRCH);
+        ck_assert_int_eq(proc_pid_is_kernel_thread(proc, 0), -EINVAL);
+        ck_assert_int_eq(proc_pid_is_kernel_thread(proc, -5), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_real_proc) {
+        ProcStat st;
+
+        /* Our own process: a user process whose parent exists. */
+        ck_assert_int_eq(proc_pid_stat("/proc", getpid(), &st), 0);
+        ck_assert_int_eq(st.ppid, getppid());
+        ck_assert_int_eq(proc_pid_is_kernel_thread("/proc", getpid()), 0);
+}
+END_TEST
+
+TEST_SUITE("proc-util", test_stat_parse, test_kernel_thread, test_real_proc)
