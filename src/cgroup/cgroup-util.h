@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
 #include "macro.h"
+#include "time-util.h"
 
 /* How the cgroup hierarchies are mounted under <root>/sys/fs/cgroup. */
 typedef enum CGroupMode {
@@ -27,3 +33,116 @@ int cgroup_parse_proc_cgroups(const char *text, char ***ret_controllers);
  * mounted) and the v1 controllers with a hierarchy.
  */
 int cgroup_detect(const char *root, CGroupMode *ret_mode, char ***ret_v2_controllers, char ***ret_v1_controllers);
+
+/* Resource settings in systemd's units and meaning (systemd.resource-control(5)). */
+#define CGROUP_WEIGHT_UNSET UINT64_MAX
+#define CGROUP_WEIGHT_MIN UINT64_C(1)
+#define CGROUP_WEIGHT_MAX UINT64_C(10000)
+#define CGROUP_WEIGHT_DEFAULT UINT64_C(100)
+/* No limit: memory, bandwidth, IOPS. */
+#define CGROUP_LIMIT_MAX UINT64_MAX
+/* The kernel's default CFS period, and the bounds it accepts for period and quota. */
+#define CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC (100 * USEC_PER_MSEC)
+#define CGROUP_CPU_QUOTA_PERIOD_MIN_USEC (1 * USEC_PER_MSEC)
+#define CGROUP_CPU_QUOTA_PERIOD_MAX_USEC (1 * USEC_PER_SEC)
+#define CGROUP_CPU_QUOTA_MIN_USEC (1 * USEC_PER_MSEC)
+
+typedef enum CGroupIOLimitType {
+        CGROUP_IO_RBPS,  /* IOReadBandwidthMax=, bytes/s */
+        CGROUP_IO_WBPS,  /* IOWriteBandwidthMax=, bytes/s */
+        CGROUP_IO_RIOPS, /* IOReadIOPSMax= */
+        CGROUP_IO_WIOPS, /* IOWriteIOPSMax= */
+        _CGROUP_IO_LIMIT_TYPE_MAX,
+} CGroupIOLimitType;
+
+typedef struct CGroupIODeviceLimit {
+        char *path;    /* as the user gave it ("/dev/vda"); for adopted cgroupfs limits "/dev/block/M:m" */
+        dev_t devnum;  /* the block device it resolved to */
+        uint64_t limit[_CGROUP_IO_LIMIT_TYPE_MAX]; /* CGROUP_LIMIT_MAX: no limit of that type */
+} CGroupIODeviceLimit;
+
+typedef struct CGroupSettings {
+        uint64_t cpu_weight;          /* CPUWeight=, 1..10000 or CGROUP_WEIGHT_UNSET */
+        usec_t cpu_quota_per_sec_usec; /* CPUQuota= as CPU time per second; USEC_INFINITY: none */
+        usec_t cpu_quota_period_usec; /* CPUQuotaPeriodSec=; USEC_INFINITY: kernel default */
+        uint64_t io_weight;           /* IOWeight=, 1..10000 or CGROUP_WEIGHT_UNSET */
+        CGroupIODeviceLimit *io_limits;
+        size_t n_io_limits;
+        uint64_t memory_max;          /* MemoryMax=, bytes or CGROUP_LIMIT_MAX */
+        uint64_t memory_high;         /* MemoryHigh=, bytes or CGROUP_LIMIT_MAX */
+        uint8_t *allowed_cpus;        /* AllowedCPUs=, bitmask ("ay" layout); NULL: not restricted */
+        size_t allowed_cpus_size;
+        uint8_t *allowed_mems;        /* AllowedMemoryNodes=, bitmask; NULL: not restricted */
+        size_t allowed_mems_size;
+} CGroupSettings;
+
+#define CGROUP_SETTINGS_INIT                                                                           \
+        ((CGroupSettings){                                                                             \
+                .cpu_weight = CGROUP_WEIGHT_UNSET,                                                     \
+                .cpu_quota_per_sec_usec = USEC_INFINITY,                                               \
+                .cpu_quota_period_usec = USEC_INFINITY,                                                \
+                .io_weight = CGROUP_WEIGHT_UNSET,                                                      \
+                .memory_max = CGROUP_LIMIT_MAX,                                                        \
+                .memory_high = CGROUP_LIMIT_MAX,                                                       \
+        })
+
+/* Which settings cgroup_apply() writes. */
+typedef enum CGroupSettingMask {
+        CGROUP_MASK_CPU_WEIGHT = 1 << 0,
+        CGROUP_MASK_CPU_QUOTA = 1 << 1, /* quota and period together */
+        CGROUP_MASK_IO_WEIGHT = 1 << 2,
+        CGROUP_MASK_IO_LIMITS = 1 << 3,
+        CGROUP_MASK_MEMORY_MAX = 1 << 4,
+        CGROUP_MASK_MEMORY_HIGH = 1 << 5,
+        CGROUP_MASK_ALLOWED_CPUS = 1 << 6,
+        CGROUP_MASK_ALLOWED_MEMS = 1 << 7,
+        _CGROUP_MASK_ALL = (1 << 8) - 1,
+} CGroupSettingMask;
+
+/* Live usage; UINT64_MAX where the kernel does not provide the number. */
+typedef struct CGroupUsage {
+        usec_t cpu_usage_usec;
+        uint64_t io_read_bytes;
+        uint64_t io_write_bytes;
+        uint64_t memory_current;
+        uint64_t n_tasks;
+} CGroupUsage;
+
+void cgroup_settings_done(CGroupSettings *s);
+/* Deep copy. */
+int cgroup_settings_copy(CGroupSettings *dst, const CGroupSettings *src);
+/* The entry for devnum, or NULL. */
+CGroupIODeviceLimit *cgroup_settings_find_io_limit(const CGroupSettings *s, dev_t devnum) _pure_;
+
+/*
+ * Pure conversions between systemd's settings and the kernel's interface files; used by
+ * cgroup.c and unit-tested on their own. Parsers return -EINVAL for text the kernel would not
+ * produce.
+ */
+
+/* cpu.max ("max 100000", "20000 100000") ↔ quota per second and period (USEC_INFINITY: none/default). */
+int cgroup_cpu_max_format(usec_t quota_per_sec_usec, usec_t period_usec, char **ret);
+int cgroup_cpu_max_parse(const char *text, usec_t *ret_quota_per_sec_usec, usec_t *ret_period_usec);
+/* Quota per period from quota per second, as the kernel wants it (at least 1 ms). */
+usec_t cgroup_cpu_quota_per_period(usec_t quota_per_sec_usec, usec_t period_usec) _const_;
+
+/* Weights: v2 cpu.weight/io.weight use systemd's 1..10000 directly; v1 has cpu.shares and blkio.weight. */
+uint64_t cgroup_cpu_weight_to_shares(uint64_t weight) _const_;
+uint64_t cgroup_cpu_shares_to_weight(uint64_t shares) _const_;
+uint64_t cgroup_io_weight_to_blkio(uint64_t weight) _const_;
+uint64_t cgroup_blkio_to_io_weight(uint64_t blkio_weight) _const_;
+
+/* "max" ↔ CGROUP_LIMIT_MAX, else a decimal number. */
+int cgroup_limit_parse(const char *text, uint64_t *ret);
+char *cgroup_limit_format(uint64_t value, char *buf, size_t size);
+
+/* v2 io.max: one line "MAJ:MIN rbps=N wbps=N riops=N wiops=N" per device. */
+int cgroup_io_max_format_line(dev_t devnum, const uint64_t limit[], char **ret);
+int cgroup_io_max_parse(const char *text, CGroupIODeviceLimit **ret, size_t *ret_n);
+/* v1 blkio.throttle.*_device: lines "MAJ:MIN N"; merges type into the list. */
+int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit **list, size_t *n);
+
+/* Usage files. */
+int cgroup_cpu_stat_usage_parse(const char *text, usec_t *ret);              /* v2 cpu.stat usage_usec */
+int cgroup_io_stat_parse(const char *text, uint64_t *ret_rbytes, uint64_t *ret_wbytes); /* v2 io.stat */
+int cgroup_blkio_bytes_parse(const char *text, uint64_t *ret_rbytes, uint64_t *ret_wbytes); /* v1 io_service_bytes */

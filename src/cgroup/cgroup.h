@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup-util.h"
+#include "macro.h"
+
+/*
+ * The one reader and writer of cgroup interface files, for cgroup v2 and v1.
+ *
+ * A CGroupRoot is a cgroup file system rooted at a directory: normally /sys/fs/cgroup, in tests
+ * a fake tree. If <dir>/cgroup.controllers exists it is a v2 hierarchy; otherwise each v1
+ * controller hierarchy is expected at <dir>/<controller> (cpu, cpuacct, cpuset, blkio, memory,
+ * pids; Debian's co-mounted "cpu,cpuacct" is reached through its symlinks). Paths of cgroups are
+ * relative to the root ("tonari.slice/web") and are the same in every v1 hierarchy.
+ *
+ * Settings use systemd's units and meaning (systemd.resource-control(5)); this layer maps them
+ * to the kernel files of the version at hand. What a version cannot express fails with
+ * -EOPNOTSUPP and names the setting.
+ */
+
+typedef struct CGroupRoot CGroupRoot;
+
+/* Opens the cgroup file system at dir; -ENOMEDIUM if neither a v2 nor any v1 hierarchy is there. */
+int cgroup_root_new(const char *dir, CGroupRoot **ret);
+CGroupRoot *cgroup_root_free(CGroupRoot *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(CGroupRoot *, cgroup_root_free);
+
+/* 1 or 2. */
+int cgroup_root_version(const CGroupRoot *r) _pure_;
+const char *cgroup_root_dir(const CGroupRoot *r) _pure_;
+/* v2: listed in the root's cgroup.controllers; v1: its hierarchy directory exists. */
+bool cgroup_root_has_controller(const CGroupRoot *r, const char *controller);
+
+/*
+ * Creates path (and missing parents). v2: enables cpu, io, memory, pids, cpuset in each parent's
+ * cgroup.subtree_control as far as the root offers them. v1: creates the directory in every
+ * hierarchy; in cpuset, copies cpuset.cpus and cpuset.mems from the parent first (the kernel
+ * refuses tasks in an empty cpuset). Returns 1 if created, 0 if it existed.
+ */
+int cgroup_create(CGroupRoot *r, const char *path);
+/* Removes path in every hierarchy; -EBUSY while it has processes or children. */
+int cgroup_remove(CGroupRoot *r, const char *path);
+int cgroup_exists(CGroupRoot *r, const char *path);
+/* The child cgroups of path (names only, sorted). */
+int cgroup_list_children(CGroupRoot *r, const char *path, char ***ret);
+
+/* Moves pid into path (every v1 hierarchy). -ESRCH if the process is gone. */
+int cgroup_attach(CGroupRoot *r, const char *path, pid_t pid);
+/* The processes in path itself (v2 cgroup.procs; v1 the cpu hierarchy, else the first one). */
+int cgroup_get_pids(CGroupRoot *r, const char *path, pid_t **ret, size_t *ret_n);
+
+/*
+ * Writes the settings selected by mask. The first setting the hierarchy cannot express fails
+ * with -EOPNOTSUPP and *ret_unsupported (if given) names it with its systemd name and the reason,
+ * e.g. "MemoryHigh= (cgroup v1 has no memory.high)"; settings before it may have been written.
+ */
+int cgroup_apply(CGroupRoot *r, const char *path, const CGroupSettings *s, CGroupSettingMask mask,
+                 char **ret_unsupported);
+/* Reads back what cgroup_apply() writes (for adoption after a restart). */
+int cgroup_read_settings(CGroupRoot *r, const char *path, CGroupSettings *ret);
+int cgroup_read_usage(CGroupRoot *r, const char *path, CGroupUsage *ret);
+
+/*
+ * The primitive every function above uses: one interface file. controller selects the v1
+ * hierarchy and is ignored on v2. path and file are validated (no "..", no absolute path).
+ */
+int cgroup_read_file(CGroupRoot *r, const char *controller, const char *path, const char *file, char **ret);
+int cgroup_write_file(CGroupRoot *r, const char *controller, const char *path, const char *file,
+                      const char *value);
