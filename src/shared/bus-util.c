@@ -11,6 +11,7 @@
 #include "bus-util.h"
 #include "fd-util.h"
 #include "log.h"
+#include "strv.h"
 #include "string-util.h"
 
 int bus_open(const char *address, const char *description, sd_bus **ret) {
@@ -119,6 +120,26 @@ int bus_verify_privileged(sd_bus_message *m, sd_bus_error *error) {
         return 0;
 }
 
+int bus_message_read_bitmask(sd_bus_message *m, uint8_t **mask, size_t *size) {
+        const void *p;
+        uint8_t *n = NULL;
+        size_t k;
+        int r;
+
+        r = sd_bus_message_read_array(m, 'y', &p, &k);
+        if (r < 0)
+                return r;
+        if (k > 0) {
+                n = memdup(p, k);
+                if (!n)
+                        return -ENOMEM;
+        }
+        free(*mask);
+        *mask = n;
+        *size = k;
+        return 0;
+}
+
 const char *bus_error_message(const sd_bus_error *e, int error) {
         if (e && e->message)
                 return e->message;
@@ -214,5 +235,33 @@ int bus_introspect(int (*add_objects)(sd_bus *bus, void *userdata), void *userda
                 return reply.error;
 
         *ret_xml = reply.xml;
+        return 0;
+}
+
+int bus_introspect_add_interface(char **xml, const char *other_xml, const char *interface) {
+        _cleanup_free_ char *open_tag = strjoin(" <interface name=\"", interface, "\">");
+        const char *start, *end, *node_end;
+        char *merged;
+        size_t head;
+
+        if (!open_tag)
+                return -ENOMEM;
+        start = strstr(other_xml, open_tag);
+        if (!start)
+                return -ENOENT;
+        end = strstr(start, " </interface>\n");
+        node_end = strstr(*xml, "</node>");
+        if (!end || !node_end)
+                return -EBADMSG;
+        end += STRLEN(" </interface>\n");
+
+        head = node_end - *xml;
+        merged = new(char, strlen(*xml) + (end - start) + 1);
+        if (!merged)
+                return -ENOMEM;
+        memcpy(merged, *xml, head);
+        memcpy(merged + head, start, end - start);
+        strcpy(merged + head + (end - start), node_end);
+        free_and_replace(*xml, merged);
         return 0;
 }

@@ -31,6 +31,12 @@ int bus_address_from_option(const char *value, const char **ret);
  */
 int bus_verify_privileged(sd_bus_message *m, sd_bus_error *error);
 
+/*
+ * Reads an "ay" bitmask (the AllowedCPUs= layout) into *mask, freeing what it held; an empty
+ * array leaves NULL and 0.
+ */
+int bus_message_read_bitmask(sd_bus_message *m, uint8_t **mask, size_t *size);
+
 /* A human-readable message for a failed call: the D-Bus error's message if any, else strerror. */
 const char *bus_error_message(const sd_bus_error *e, int error);
 
@@ -42,3 +48,10 @@ const char *bus_error_message(const sd_bus_error *e, int error);
  */
 int bus_introspect(int (*add_objects)(sd_bus *bus, void *userdata), void *userdata, const char *object_path,
                    char **ret_xml);
+
+/*
+ * Adds the <interface name="interface"> element of other_xml to *xml, before its closing
+ * </node>: for one document that lists every interface a service implements, as
+ * systemd's --bus-introspect does.
+ */
+int bus_introspect_add_interface(char **xml, const char *other_xml, const char *interface);

@@ -11,6 +11,7 @@
 #include "conf-parser.h"
 #include "fd-util.h"
 #include "log.h"
+#include "path-util.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -198,32 +199,19 @@ int config_parse(const char *main_file, const ConfigItem *table, void *base, con
         return 0;
 }
 
-int config_parse_log_level(const char *file, unsigned line, const char *section, const char *key,
-                           const char *value, void *data) {
-        int *level = data, l;
+DEFINE_CONFIG_PARSE_ENUM(config_parse_log_level, int, log_level_from_string,
+                         "emerg, alert, crit, err, warning, notice, info, debug or 0-7")
+DEFINE_CONFIG_PARSE_ENUM(config_parse_log_target, LogTarget, log_target_from_string, "auto, console or journal")
 
-        l = log_level_from_string(value);
-        if (l < 0) {
+int config_parse_path(const char *file, unsigned line, const char *section, const char *key, const char *value,
+                      void *data) {
+        char *path = data;
+
+        if (!path_is_normalized_absolute(value)) {
                 _cleanup_free_ char *e = cescape(value);
-                return log_error_errno(EINVAL,
-                                       "%s:%u: Invalid %s= value '%s': expected emerg, alert, crit, err, "
-                                       "warning, notice, info, debug or 0-7.",
+                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected an absolute, normalized path.",
                                        file, line, key, strna(e));
         }
-        *level = l;
-        return 0;
-}
-
-int config_parse_log_target(const char *file, unsigned line, const char *section, const char *key,
-                            const char *value, void *data) {
-        LogTarget *target = data, t;
-
-        t = log_target_from_string(value);
-        if (t < 0) {
-                _cleanup_free_ char *e = cescape(value);
-                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected auto, console or journal.",
-                                       file, line, key, strna(e));
-        }
-        *target = t;
+        strcpy(path, value); /* path_is_normalized_absolute() guarantees it fits in PATH_MAX */
         return 0;
 }

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <errno.h>
 #include <stddef.h>
+
+#include "alloc-util.h"
+#include "log.h"
+#include "string-util.h"
 
 /*
  * Table-driven parser for tonari's INI-style configuration files (libinih underneath).
@@ -45,8 +50,28 @@ int config_parse(const char *main_file, const ConfigItem *table, void *base, con
 /* Parses a single file: 1 if it was read, 0 if masked (/dev/null), -ENOENT if missing. */
 int config_parse_file(const char *path, const ConfigItem *table, void *base, const void *defaults);
 
+/*
+ * Defines a ConfigParseFunc for an enumeration: from_string returns the value, or < 0 for an
+ * unknown word; expected lists the valid words for the error message. Prefix with "static" for a
+ * parser local to one file.
+ */
+#define DEFINE_CONFIG_PARSE_ENUM(function, type, from_string, expected)                                \
+        int function(const char *file, unsigned line, const char *section, const char *key,            \
+                     const char *value, void *data) {                                                  \
+                type *t = data, v = from_string(value);                                                \
+                if ((int) v < 0) {                                                                     \
+                        _cleanup_free_ char *e = cescape(value);                                       \
+                        return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected %s.", file, \
+                                               line, key, strna(e), expected);                         \
+                }                                                                                      \
+                *t = v;                                                                                \
+                return 0;                                                                              \
+        }
+
 /* Value parsers for ConfigItem.parse. */
 int config_parse_log_level(const char *file, unsigned line, const char *section, const char *key,
                            const char *value, void *data); /* int, syslog level */
 int config_parse_log_target(const char *file, unsigned line, const char *section, const char *key,
                             const char *value, void *data); /* LogTarget */
+int config_parse_path(const char *file, unsigned line, const char *section, const char *key, const char *value,
+                      void *data); /* char[PATH_MAX], absolute and normalized */
