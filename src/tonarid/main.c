@@ -12,6 +12,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
+#include "slice-util.h"
 #include "string-util.h"
 
 static const char *arg_bus_address = NULL;
@@ -29,15 +30,15 @@ static void help(void) {
                "     --version              Show the version and exit\n"
                "     --bus-address=ADDRESS  Connect to this D-Bus address instead of the system bus\n"
                "                            (default: $DBUS_SYSTEM_BUS_ADDRESS, else the system bus)\n"
-               "     --bus-introspect=PATH  Write the introspection XML of %s to PATH\n"
-               "                            ('-' for standard output) and exit\n"
+               "     --bus-introspect=PATH  Write the introspection XML of the D-Bus interfaces\n"
+               "                            tonarid implements to PATH ('-' for stdout) and exit\n"
                "     --config=PATH          Read configuration from PATH and PATH.d/*.conf\n"
                "                            (default: %s)\n"
                "     --dump-config          Print the effective configuration and exit\n"
                "     --log-level=LEVEL      Log at LEVEL (emerg...debug), overriding LogLevel=\n"
                "\n"
                "See the tonarid(8) man page for details.\n",
-               program_invocation_short_name, TONARI_MANAGER_PATH, TONARI_CONF_FILE);
+               program_invocation_short_name, TONARI_CONF_FILE);
 }
 
 static int parse_argv(int argc, char *argv[]) {
@@ -112,10 +113,16 @@ static int add_objects_for_introspection(sd_bus *bus, void *userdata) {
 
 static int do_introspect(const char *path) {
         _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *xml = NULL;
+        _cleanup_free_ char *xml = NULL, *slice_xml = NULL;
         int r;
 
+        /* One document with every interface the service org.tonari.Manager1 implements: the manager
+         * object's, plus the slice objects' interface. */
         r = bus_introspect(add_objects_for_introspection, NULL, TONARI_MANAGER_PATH, &xml);
+        if (r >= 0)
+                r = bus_introspect(add_objects_for_introspection, NULL, SLICE_OBJECT_PREFIX "/example", &slice_xml);
+        if (r >= 0)
+                r = bus_introspect_add_interface(&xml, slice_xml, "org.tonari.Slice1");
         if (r < 0)
                 return log_error_errno(r, "Failed to generate introspection data: %m");
 

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
+#include "slice-bus.h"
 #include "string-util.h"
 #include "user-util.h"
 
@@ -111,6 +112,11 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
         if (r < 0)
                 return r;
 
+        r = sd_bus_message_append(reply, "{sv}{sv}", "SliceBackend", "s",
+                                  m->slices ? m->slices->backend->name : "", "Slices", "u",
+                                  (uint32_t) (m->slices ? slice_manager_count(m->slices) : 0));
+        if (r < 0)
+                return r;
         r = append_status_entry(reply, "ConfigFiles", "as", append_config_files, m);
         if (r < 0)
                 return r;
@@ -183,6 +189,22 @@ static const sd_bus_vtable manager_vtable[] = {
         /* Read-only methods are open to every user (and allowed by the D-Bus policy). */
         SD_BUS_METHOD_WITH_ARGS("GetStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("a{sv}", status), method_get_status,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        /* Slices (slice-bus.c): the handlers get &Manager.slices as userdata. */
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("CreateSlice", SD_BUS_ARGS("s", name, "a(sv)", properties),
+                                       SD_BUS_RESULT("o", slice), bus_slice_method_create, offsetof(Manager, slices),
+                                       SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("SetSliceProperties", SD_BUS_ARGS("s", name, "a(sv)", properties),
+                                       SD_BUS_NO_RESULT, bus_slice_method_set_properties, offsetof(Manager, slices),
+                                       SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("RemoveSlice", SD_BUS_ARGS("s", name, "s", move_processes_to), SD_BUS_NO_RESULT,
+                                       bus_slice_method_remove, offsetof(Manager, slices), SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("GetSlice", SD_BUS_ARGS("s", name), SD_BUS_RESULT("o", slice),
+                                       bus_slice_method_get, offsetof(Manager, slices), SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("ListSlices", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sosttt)", slices),
+                                       bus_slice_method_list, offsetof(Manager, slices), SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("AttachProcesses", SD_BUS_ARGS("s", name, "au", pids), SD_BUS_NO_RESULT,
+                                       bus_slice_method_attach, offsetof(Manager, slices), SD_BUS_VTABLE_UNPRIVILEGED),
+
         /* Mutating methods: root only, enforced by the D-Bus policy and again in the handler by
          * bus_verify_privileged(). The UNPRIVILEGED flag only switches off sd-bus's own implicit
          * CAP_SYS_ADMIN test, so that exactly one check in code decides, and says why. */
@@ -193,5 +215,10 @@ static const sd_bus_vtable manager_vtable[] = {
 };
 
 int manager_bus_add_objects(sd_bus *bus, Manager *m) {
-        return sd_bus_add_object_vtable(bus, NULL, TONARI_MANAGER_PATH, TONARI_MANAGER_INTERFACE, manager_vtable, m);
+        int r;
+
+        r = sd_bus_add_object_vtable(bus, NULL, TONARI_MANAGER_PATH, TONARI_MANAGER_INTERFACE, manager_vtable, m);
+        if (r < 0)
+                return r;
+        return bus_slice_add_objects(bus, m ? &m->slices : NULL);
 }

@@ -53,6 +53,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
 
+        slice_manager_free(m->slices);
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         features_done(&m->features);
@@ -116,9 +117,15 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
         (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading configuration...");
         manager_set_state(m, MANAGER_RELOADING);
 
+        SliceBackendType old_backend = m->config.slice_backend;
+        char old_root[sizeof(m->config.slice_cgroup_root)];
+        strcpy(old_root, m->config.slice_cgroup_root);
+
         r = manager_load_config(m);
         if (r < 0)
                 log_warning("Keeping the previous configuration: '%s' could not be loaded.", m->config_path);
+        else if (m->config.slice_backend != old_backend || !streq(m->config.slice_cgroup_root, old_root))
+                log_warning("[Slices] Backend= and CgroupRoot= take effect at the next start of tonarid.");
         else {
                 log_info("Reloaded configuration from '%s'.", m->config_path);
                 if (m->bus)
@@ -177,6 +184,7 @@ static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error 
 }
 
 static int manager_connect_bus(Manager *m) {
+        bool systemd_pid1;
         int r;
 
         r = bus_open(m->bus_address, "tonarid", &m->bus);
@@ -191,6 +199,14 @@ static int manager_connect_bus(Manager *m) {
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+
+        /* Slices first: once the name is ours (and READY=1 sent), every existing slice must be there. */
+        systemd_pid1 = m->features.feature[FEATURE_SYSTEMD].available;
+        r = slice_manager_new(m->bus, m->config.slice_backend, systemd_pid1,
+                              systemd_pid1 && m->features.cgroup_mode == CGROUP_MODE_UNIFIED && !m->bus_address,
+                              m->config.slice_cgroup_root, &m->slices);
+        if (r < 0)
+                return r;
 
         /* Losing the bus means nobody can reach us any more: exit, let systemd restart us. */
         r = sd_bus_set_exit_on_disconnect(m->bus, true);

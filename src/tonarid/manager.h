@@ -5,6 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "host-features.h"
+#include "slice.h"
 #include "time-util.h"
 #include "tonarid-conf.h"
 
@@ -31,6 +32,7 @@ typedef struct Manager {
         int log_level_override; /* --log-level=, or -1: wins over LogLevel= */
 
         Features features;
+        SliceManager *slices;
         ManagerState state;
         usec_t start_realtime_usec;
         usec_t start_monotonic_usec;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <limits.h>
 #include <stdio.h>
 #include <syslog.h>
 
 #include "log.h"
+#include "slice.h"
 
 /*
  * tonarid.conf: the daemon's settings. Every field has a built-in default (below), documented in
@@ -12,12 +14,22 @@
  * its default value; a test checks that the three agree.
  */
 typedef struct ManagerConfig {
-        int log_level;        /* [Manager] LogLevel=, syslog priority */
-        LogTarget log_target; /* [Manager] LogTarget= */
+        int log_level;                      /* [Manager] LogLevel=, syslog priority */
+        LogTarget log_target;               /* [Manager] LogTarget= */
+        SliceBackendType slice_backend;     /* [Slices] Backend= */
+        char slice_cgroup_root[PATH_MAX];   /* [Slices] CgroupRoot=, for the cgroupfs backend */
 } ManagerConfig;
 
-/* info: every action on a tenant is logged at info (see STYLE); debug is for developers. */
-#define MANAGER_CONFIG_DEFAULTS ((ManagerConfig){ .log_level = LOG_INFO, .log_target = LOG_TARGET_AUTO })
+/*
+ * LogLevel=info: every action on a tenant is logged at info (see STYLE); debug is for developers.
+ * Backend=auto: systemd where it manages the tree, cgroupfs elsewhere. CgroupRoot=/sys/fs/cgroup:
+ * where the kernel mounts cgroups.
+ */
+#define MANAGER_CONFIG_DEFAULTS                                                                        \
+        ((ManagerConfig){ .log_level = LOG_INFO,                                                       \
+                          .log_target = LOG_TARGET_AUTO,                                               \
+                          .slice_backend = SLICE_BACKEND_AUTO,                                         \
+                          .slice_cgroup_root = "/sys/fs/cgroup" })
 
 /*
  * Loads path and the *.conf files in path.d/ over the defaults. On failure *ret is untouched and the error has

@@ -10,9 +10,16 @@ set -o pipefail
 
 testcase_introspection_matches_protocol() {
         start_tonarid api
-        # What the running daemon answers is exactly the file in protocols/ (busctl adds a blank line).
-        diff -u "$PROTOCOL_XML" <(busctl --address="$BUS" --xml-interface introspect org.tonari.Manager1 \
-                /org/tonari/Manager1 | sed '${/^$/d}')
+        # The running daemon answers with exactly the interfaces in protocols/: the manager object
+        # with its own, a slice object (if the backend works here) with org.tonari.Slice1.
+        busctl --address="$BUS" --xml-interface introspect org.tonari.Manager1 /org/tonari/Manager1 \
+                >"$TESTDIR/manager.xml"
+        diff -u <("$INTERFACES_OF" "$PROTOCOL_XML" org.freedesktop.DBus.Peer org.freedesktop.DBus.Introspectable \
+                        org.freedesktop.DBus.Properties org.tonari.Manager1) \
+                <("$INTERFACES_OF" "$TESTDIR/manager.xml")
+        # A slice that does not exist is no object at all.
+        err=$(busctl --address="$BUS" introspect org.tonari.Manager1 /org/tonari/slice/none 2>&1) && exit 1
+        assert_match "Unknown object '/org/tonari/slice/none'" "$err"
         stop_tonarid api
 }
 
@@ -231,7 +238,7 @@ testcase_bus_loss_exits() {
 testcase_dump_config_matches_shipped_defaults() {
         # The shipped tonarid.conf lists every setting commented out with its built-in default.
         shipped=$(sed -n -e 's/^#\([A-Za-z]*=.*\)/\1/p' -e '/^\[/p' "$SHIPPED_CONF")
-        assert_eq "$shipped" "$("$TONARID" --config="$TESTDIR/none.conf" --dump-config)"
+        assert_eq "$shipped" "$("$TONARID" --config="$TESTDIR/none.conf" --dump-config | grep -v '^$')"
 }
 
 run_testcases

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc-util.h"
+#include "log.h"
+#include "slice-util.h"
+#include "slice.h"
+#include "string-util.h"
+#include "strv.h"
+
+/*
+ * The cgroupfs backend, for hosts where systemd does not manage the cgroup tree: each slice is the
+ * directory tonari.slice/<name> below the configured root, in the v2 hierarchy or in every v1
+ * hierarchy. Everything here is synchronous: done() is called before the function returns.
+ */
+
+static int cgroupfs_path(const char *name, char **ret) {
+        char *p = strjoin(SLICE_CGROUPFS_PARENT "/", name);
+        if (!p)
+                return -ENOMEM;
+        *ret = p;
+        return 0;
+}
+
+static int cgroupfs_adopt(SliceManager *m) {
+        _cleanup_strv_free_ char **children = NULL;
+        int r;
+
+        r = cgroup_list_children(m->cgroup_root, SLICE_CGROUPFS_PARENT, &children);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+
+        STRV_FOREACH(c, children) {
+                Slice *s;
+
+                if (!slice_name_is_valid(*c)) {
+                        _cleanup_free_ char *e = cescape(*c);
+                        log_warning("Slices: ignoring '%s/%s': not a valid slice name.", SLICE_CGROUPFS_PARENT, strna(e));
+                        continue;
+                }
+                r = slice_new(m, *c, &s);
+                if (r < 0)
+                        return r;
+                r = cgroupfs_path(*c, &s->cgroup);
+                if (r < 0)
+                        return r;
+                r = cgroup_read_settings(m->cgroup_root, s->cgroup, &s->settings);
+                if (r < 0)
+                        log_warning_errno(r, "Slices: cannot read the settings of '%s', showing defaults: %m", *c);
+                s->state = SLICE_ACTIVE;
+        }
+        return 0;
+}
+
+static int cgroupfs_create(Slice *s, CGroupSettingMask mask, SliceDoneFunc done, void *userdata) {
+        CGroupRoot *root = s->manager->cgroup_root;
+        _cleanup_free_ char *unsupported = NULL;
+        int r;
+
+        r = cgroupfs_path(s->name, &s->cgroup);
+        if (r < 0)
+                return r;
+
+        r = cgroup_create(root, s->cgroup);
+        if (r < 0) {
+                done(s, r, "cannot create the cgroup", userdata);
+                return 0;
+        }
+        if (r == 0) {
+                /* Someone made it behind our back since we adopted what existed. */
+                done(s, -EEXIST, "its cgroup already exists", userdata);
+                return 0;
+        }
+
+        r = cgroup_apply(root, s->cgroup, &s->settings, mask, &unsupported);
+        if (r < 0) {
+                /* All or nothing: a slice that got only some of its settings must not stay. */
+                (void) cgroup_remove(root, s->cgroup);
+                done(s, r, unsupported, userdata);
+                return 0;
+        }
+        done(s, 0, NULL, userdata);
+        return 0;
+}
+
+static int cgroupfs_apply(Slice *s, const CGroupSettings *settings, CGroupSettingMask mask, SliceDoneFunc done,
+                          void *userdata) {
+        _cleanup_free_ char *unsupported = NULL;
+        int r;
+
+        r = cgroup_apply(s->manager->cgroup_root, s->cgroup, settings, mask, &unsupported);
+        done(s, r < 0 ? r : 0, unsupported, userdata);
+        return 0;
+}
+
+static int cgroupfs_attach(Slice *s, const uint32_t *pids, size_t n_pids, SliceDoneFunc done, void *userdata) {
+        for (size_t i = 0; i < n_pids; i++) {
+                int r = cgroup_attach(s->manager->cgroup_root, s->cgroup, (pid_t) pids[i]);
+                if (r < 0) {
+                        char msg[64];
+                        (void) snprintf(msg, sizeof(msg), "process %" PRIu32, pids[i]);
+                        done(s, r, msg, userdata);
+                        return 0;
+                }
+        }
+        done(s, 0, NULL, userdata);
+        return 0;
+}
+
+static int cgroupfs_remove(Slice *s, SliceDoneFunc done, void *userdata) {
+        int r = cgroup_remove(s->manager->cgroup_root, s->cgroup);
+        done(s, r == -ENOENT ? 0 : r, r == -EBUSY ? "it still has processes" : NULL, userdata);
+        return 0;
+}
+
+const SliceBackend slice_backend_cgroupfs_v2 = {
+        .name = "cgroupfs-v2",
+        .adopt = cgroupfs_adopt,
+        .create = cgroupfs_create,
+        .apply = cgroupfs_apply,
+        .attach = cgroupfs_attach,
+        .remove = cgroupfs_remove,
+};
+
+const SliceBackend slice_backend_cgroupfs_v1 = {
+        .name = "cgroupfs-v1",
+        .adopt = cgroupfs_adopt,
+        .create = cgroupfs_create,
+        .apply = cgroupfs_apply,
+        .attach = cgroupfs_attach,
+        .remove = cgroupfs_remove,
+};

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include "alloc-util.h"
+#include "fileio.h"
+#include "log.h"
+#include "parse-util.h"
+#include "path-util.h"
+#include "slice-util.h"
+#include "slice.h"
+#include "string-util.h"
+#include "strv.h"
+
+/* CPU and node ids above these are refused when reading the online masks. */
+#define CPU_INDEX_MAX 8191
+#define NODE_INDEX_MAX 1023
+
+static const char *const slice_backend_type_table[_SLICE_BACKEND_MAX] = {
+        [SLICE_BACKEND_AUTO] = "auto",
+        [SLICE_BACKEND_SYSTEMD] = "systemd",
+        [SLICE_BACKEND_CGROUPFS] = "cgroupfs",
+};
+
+const char *slice_backend_type_to_string(SliceBackendType t) {
+        return t >= 0 && t < _SLICE_BACKEND_MAX ? slice_backend_type_table[t] : NULL;
+}
+
+SliceBackendType slice_backend_type_from_string(const char *s) {
+        for (SliceBackendType t = 0; t < _SLICE_BACKEND_MAX; t++)
+                if (streq(s, slice_backend_type_table[t]))
+                        return t;
+        return _SLICE_BACKEND_INVALID;
+}
+
+static int read_online_mask(const char *path, unsigned max, uint8_t **ret, size_t *ret_size) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_one_line_file(path, &text);
+        if (r < 0)
+                return r;
+        return parse_index_list(text, max, ret, ret_size);
+}
+
+int slice_manager_new(sd_bus *bus, SliceBackendType type, bool systemd_pid1, bool systemd_usable,
+                      const char *cgroup_dir, SliceManager **ret) {
+        _cleanup_(slice_manager_freep) SliceManager *m = NULL;
+        int r;
+
+        m = new0(SliceManager, 1);
+        if (!m)
+                return log_oom();
+        m->bus = sd_bus_ref(bus);
+
+        /* Without these files nothing is validated against them; the kernel still refuses nonsense. */
+        r = read_online_mask("/sys/devices/system/cpu/online", CPU_INDEX_MAX, &m->online_cpus, &m->online_cpus_size);
+        if (r < 0)
+                log_debug_errno(r, "Cannot read the online CPUs, not checking AllowedCPUs= against them: %m");
+        r = read_online_mask("/sys/devices/system/node/online", NODE_INDEX_MAX, &m->online_nodes,
+                             &m->online_nodes_size);
+        if (r < 0)
+                log_debug_errno(r, "Cannot read the online NUMA nodes, not checking AllowedMemoryNodes= against them: %m");
+
+        if (type == SLICE_BACKEND_AUTO)
+                type = systemd_usable ? SLICE_BACKEND_SYSTEMD : SLICE_BACKEND_CGROUPFS;
+
+        if (type == SLICE_BACKEND_SYSTEMD) {
+                if (!systemd_usable)
+                        return log_error_errno(EOPNOTSUPP,
+                                               "Slices: Backend=systemd needs systemd as PID 1 with the unified cgroup "
+                                               "hierarchy, and tonarid on the system bus.");
+                r = cgroup_root_new("/sys/fs/cgroup", &m->cgroup_root);
+                if (r < 0)
+                        return log_error_errno(r, "Slices: cannot open /sys/fs/cgroup: %m");
+                r = systemd_client_new(bus, &m->systemd);
+                if (r < 0)
+                        return log_error_errno(r, "Slices: cannot talk to systemd: %m");
+                m->backend = &slice_backend_systemd;
+        } else {
+                /* systemd owns the tree it manages: writing there ourselves would fight it. */
+                if (systemd_pid1 && path_equal_or_below(cgroup_dir, "/sys/fs/cgroup"))
+                        return log_error_errno(EPERM,
+                                               "Slices: Backend=cgroupfs with CgroupRoot='%s' would write into cgroups "
+                                               "systemd manages; use Backend=systemd (or auto) on this host.",
+                                               cgroup_dir);
+                r = cgroup_root_new(cgroup_dir, &m->cgroup_root);
+                if (r < 0)
+                        return log_error_errno(r, "Slices: no cgroup hierarchy at CgroupRoot='%s': %m", cgroup_dir);
+                m->backend = cgroup_root_version(m->cgroup_root) == 2 ? &slice_backend_cgroupfs_v2
+                                                                      : &slice_backend_cgroupfs_v1;
+        }
+
+        r = m->backend->adopt(m);
+        if (r < 0)
+                return log_error_errno(r, "Slices: failed to adopt existing slices: %m");
+
+        log_info("Slices: %s backend, %zu existing slice(s) adopted.", m->backend->name, slice_manager_count(m));
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+SliceManager *slice_manager_free(SliceManager *m) {
+        if (!m)
+                return NULL;
+        while (m->slices)
+                slice_free(m->slices);
+        systemd_client_free(m->systemd);
+        cgroup_root_free(m->cgroup_root);
+        sd_bus_unref(m->bus);
+        free(m->online_cpus);
+        free(m->online_nodes);
+        return mfree(m);
+}
+
+Slice *slice_manager_find(SliceManager *m, const char *name) {
+        for (Slice *s = m->slices; s; s = s->next)
+                if (streq(s->name, name))
+                        return s;
+        return NULL;
+}
+
+Slice *slice_manager_find_by_path(SliceManager *m, const char *object_path) {
+        for (Slice *s = m->slices; s; s = s->next)
+                if (streq(s->object_path, object_path))
+                        return s;
+        return NULL;
+}
+
+size_t slice_manager_count(SliceManager *m) {
+        size_t n = 0;
+        for (Slice *s = m->slices; s; s = s->next)
+                n++;
+        return n;
+}
+
+int slice_new(SliceManager *m, const char *name, Slice **ret) {
+        Slice *s;
+        int r;
+
+        if (!slice_name_is_valid(name))
+                return -EINVAL;
+        if (slice_manager_find(m, name))
+                return -EEXIST;
+
+        s = new0(Slice, 1);
+        if (!s)
+                return -ENOMEM;
+        *s = (Slice){ .manager = m, .state = SLICE_CREATING, .settings = CGROUP_SETTINGS_INIT };
+        s->name = strdup(name);
+        if (!s->name) {
+                slice_free(s);
+                return -ENOMEM;
+        }
+        r = sd_bus_path_encode(SLICE_OBJECT_PREFIX, name, &s->object_path);
+        if (r < 0) {
+                slice_free(s);
+                return r;
+        }
+
+        /* Keep the list sorted by name: listings come out in a stable order. */
+        Slice **p = &m->slices;
+        while (*p && strcmp((*p)->name, name) < 0)
+                p = &(*p)->next;
+        s->next = *p;
+        *p = s;
+        *ret = s;
+        return 0;
+}
+
+Slice *slice_free(Slice *s) {
+        if (!s)
+                return NULL;
+        if (s->manager)
+                for (Slice **p = &s->manager->slices; *p; p = &(*p)->next)
+                        if (*p == s) {
+                                *p = s->next;
+                                break;
+                        }
+        cgroup_settings_done(&s->settings);
+        free(s->name);
+        free(s->object_path);
+        free(s->unit);
+        free(s->scope);
+        free(s->cgroup);
+        return mfree(s);
+}
+
+int slice_read_usage(Slice *s, CGroupUsage *ret) {
+        if (!s->cgroup)
+                return -ENODATA;
+        return cgroup_read_usage(s->manager->cgroup_root, s->cgroup, ret);
+}
+
+static int collect_pids(CGroupRoot *root, const char *path, pid_t **pids, size_t *n, unsigned depth) {
+        _cleanup_strv_free_ char **children = NULL;
+        _cleanup_free_ pid_t *here = NULL;
+        size_t n_here = 0;
+        int r;
+
+        /* Slices hold a scope, scopes may hold a delegated subtree: a few levels, not an abyss. */
+        if (depth > 16)
+                return -ELOOP;
+        r = cgroup_get_pids(root, path, &here, &n_here);
+        if (r < 0)
+                return r;
+        if (n_here > 0) {
+                pid_t *a = reallocarray(*pids, *n + n_here, sizeof(pid_t));
+                if (!a)
+                        return -ENOMEM;
+                memcpy(a + *n, here, n_here * sizeof(pid_t));
+                *pids = a;
+                *n += n_here;
+        }
+
+        r = cgroup_list_children(root, path, &children);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(c, children) {
+                _cleanup_free_ char *sub = strjoin(path, "/", *c);
+                if (!sub)
+                        return -ENOMEM;
+                r = collect_pids(root, sub, pids, n, depth + 1);
+                if (r < 0 && r != -ENOENT) /* a scope may vanish while we look */
+                        return r;
+        }
+        return 0;
+}
+
+int slice_get_pids(Slice *s, pid_t **ret, size_t *ret_n) {
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!s->cgroup)
+                return -ENODATA;
+        r = collect_pids(s->manager->cgroup_root, s->cgroup, &pids, &n, 0);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(pids);
+        *ret_n = n;
+        return 0;
+}
+
+void slice_emit_changed(Slice *s, CGroupSettingMask mask) {
+        _cleanup_strv_free_ char **names = NULL;
+
+        if (!s->manager->bus || mask == 0)
+                return;
+        if (slice_mask_to_properties(mask, &names) < 0)
+                return (void) log_oom();
+        (void) sd_bus_emit_properties_changed_strv(s->manager->bus, s->object_path, "org.tonari.Slice1", names);
+}
