@@ -11,17 +11,17 @@
 #include <systemd/sd-bus.h>
 
 #include "alloc-util.h"
+#include "bus-errors.h"
 #include "bus-json.h"
 #include "bus-util.h"
 #include "format-util.h"
 #include "log.h"
+#include "path-util.h"
 #include "string-util.h"
 #include "table.h"
 #include "time-util.h"
-
-#define BUS_NAME "org.tonari.Manager1"
-#define MANAGER_PATH "/org/tonari/Manager1"
-#define MANAGER_INTERFACE "org.tonari.Manager1"
+#include "tonarictl.h"
+#include "verb-slice.h"
 
 /*
  * Exit codes, documented in tonarictl(1); scripts rely on them, never renumber. Functions return
@@ -31,6 +31,7 @@ enum {
         EXIT_USAGE = 2,         /* -EINVAL: bad command line or arguments the daemon refused */
         EXIT_NOT_RUNNING = 3,   /* -ESRCH: tonarid is not running, or the bus is unreachable */
         EXIT_ACCESS_DENIED = 4, /* -EACCES, -EPERM: the caller lacks the privileges for this call */
+        EXIT_NO_SUCH_SLICE = 5, /* -ENOENT: org.tonari.Error.NoSuchSlice, the named slice does not exist */
 };
 
 static int exit_status(int r) {
@@ -44,29 +45,24 @@ static int exit_status(int r) {
         case EACCES:
         case EPERM:
                 return EXIT_ACCESS_DENIED;
+        case ENOENT:
+                return EXIT_NO_SUCH_SLICE;
         default:
                 return EXIT_FAILURE;
         }
 }
 
-typedef enum JsonMode {
-        JSON_OFF,
-        JSON_SHORT,
-        JSON_PRETTY,
-} JsonMode;
+const char *arg_bus_address = NULL;
+JsonMode arg_json = JSON_OFF;
+bool arg_legend = true;
+const char *arg_move_to = NULL;
 
-static const char *arg_bus_address = NULL;
-static JsonMode arg_json = JSON_OFF;
-static bool arg_legend = true;
-
-static void json_object_putp(json_object **j) {
-        if (*j)
-                json_object_put(*j);
-}
-#define _cleanup_json_ _cleanup_(json_object_putp)
-
-/* Explains a failed connection or call; returns -ESRCH, -EACCES or the error's errno (see exit_status()). */
-static int report_bus_error(const char *what, const sd_bus_error *error, int r) {
+/*
+ * Explains a failed connection or call; returns -ESRCH, -EACCES, -ENOENT (no such slice) or the
+ * error's errno (see exit_status()). Exit codes 3 and 5 are decided by the error names checked
+ * here only, never by an errno that sd-bus derives from some other error name.
+ */
+int report_bus_error(const char *what, const sd_bus_error *error, int r) {
         bool is_set = sd_bus_error_is_set(error);
 
         if (sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
@@ -88,12 +84,23 @@ static int report_bus_error(const char *what, const sd_bus_error *error, int r) 
         }
 
         log_error("Failed to %s: %s", what, bus_error_message(error, r));
-        if (is_set)
-                return -ERRNO_VALUE(sd_bus_error_get_errno(error) ?: EIO);
+        if (sd_bus_error_has_name(error, TONARI_ERROR_NO_SUCH_SLICE))
+                return -ENOENT;
+        if (is_set) {
+                int e = sd_bus_error_get_errno(error);
+
+                /* Exit statuses 3 and 5 come from the names above only, never from an errno that
+                 * sd-bus derives from another name (UnknownProperty is ENOENT, UnixProcessIdUnknown
+                 * ESRCH). tonari's other errors (SliceExists, SliceBusy, NotSupported, NoSuchProcess,
+                 * JobFailed) are plain failures, whatever errno a map might give them. */
+                if (startswith(error->name, "org.tonari.Error.") || e == 0 || e == ENOENT || e == ESRCH)
+                        return -EIO;
+                return -e;
+        }
         return r < 0 ? r : -EIO;
 }
 
-static int connect_bus(sd_bus **ret) {
+int connect_bus(sd_bus **ret) {
         int r;
 
         r = bus_open(arg_bus_address, "tonarictl", ret);
@@ -102,7 +109,7 @@ static int connect_bus(sd_bus **ret) {
         return 0;
 }
 
-static int print_json(json_object *j) {
+int print_json(json_object *j) {
         int flags = arg_json == JSON_PRETTY ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
                                             : JSON_C_TO_STRING_PLAIN;
 
@@ -196,8 +203,8 @@ static int print_status_human(json_object *s) {
  * Calls a method that only reads. Reading must not start the daemon through D-Bus activation, so
  * auto-start is off: a stopped tonarid is reported as not running (exit 3) instead.
  */
-static int call_read_only(sd_bus *bus, const char *path, const char *interface, const char *member,
-                          sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...) {
+int call_read_only(sd_bus *bus, const char *path, const char *interface, const char *member,
+                   sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
         va_list ap;
         int r;
@@ -302,16 +309,37 @@ static void help(void) {
                "                         (the default command)\n"
                "  log-level [LEVEL]      Show the daemon's log level, or set it (root only)\n"
                "\n"
+               "Slice commands:\n"
+               "  slice list             List the slices with their tasks, CPU time and memory\n"
+               "  slice show NAME        Show every property of a slice\n"
+               "  slice create NAME [ASSIGNMENT...]\n"
+               "                         Create a slice, e.g. with CPUQuota=20%% (root only)\n"
+               "  slice set NAME ASSIGNMENT...\n"
+               "                         Change settings of a slice (root only)\n"
+               "  slice attach NAME PID...\n"
+               "                         Move processes into a slice (root only)\n"
+               "  slice remove NAME      Remove a slice without processes, or with --move-to=\n"
+               "                         one whose processes go to another slice (root only)\n"
+               "\n"
+               "Assignments (systemd.resource-control(5) syntax; an empty value resets):\n"
+               "  CPUWeight=1..10000  CPUQuota=N%%  CPUQuotaPeriodSec=TIME  IOWeight=1..10000\n"
+               "  IOReadBandwidthMax=PATH BYTES  IOWriteBandwidthMax=PATH BYTES\n"
+               "  IOReadIOPSMax=PATH N  IOWriteIOPSMax=PATH N\n"
+               "  MemoryMax=BYTES|N%%|infinity  MemoryHigh=BYTES|N%%|infinity\n"
+               "  AllowedCPUs=LIST  AllowedMemoryNodes=LIST\n"
+               "\n"
                "Options:\n"
                "  -h --help              Show this help and exit\n"
                "     --version           Show the version and exit\n"
                "     --bus-address=ADDR  Talk to tonarid on this D-Bus address instead of the\n"
                "                         system bus\n"
                "     --json[=MODE]       Print JSON: 'pretty' (the default), 'short' or 'off'\n"
-               "     --no-legend         Do not print table headers\n"
+               "     --no-legend         Do not print table headers and footers\n"
+               "     --move-to=SLICE     With 'slice remove': move the slice's processes to\n"
+               "                         SLICE first\n"
                "\n"
                "Exit status: 0 success, 1 failure, 2 invalid usage, 3 tonarid not running,\n"
-               "4 access denied. See the tonarictl(1) man page for details.\n",
+               "4 access denied, 5 no such slice. See the tonarictl(1) man page for details.\n",
                program_invocation_short_name);
 }
 
@@ -321,6 +349,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_BUS_ADDRESS,
                 ARG_JSON,
                 ARG_NO_LEGEND,
+                ARG_MOVE_TO,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -328,6 +357,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "bus-address", required_argument, NULL, ARG_BUS_ADDRESS },
                 { "json", optional_argument, NULL, ARG_JSON },
                 { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
+                { "move-to", required_argument, NULL, ARG_MOVE_TO },
                 {},
         };
         int c;
@@ -360,6 +390,18 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_NO_LEGEND:
                         arg_legend = false;
                         break;
+                case ARG_MOVE_TO:
+                        if (!name_is_valid(optarg, NAME_MAX_LEN)) {
+                                _cleanup_free_ char *e = cescape(optarg);
+                                if (!e)
+                                        return log_oom();
+                                return log_error_errno(EINVAL,
+                                                       "Invalid --move-to= value '%s': expected the name of "
+                                                       "another slice.",
+                                                       e);
+                        }
+                        arg_move_to = optarg;
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -374,6 +416,7 @@ static const struct {
 } verbs[] = {
         { "status", verb_status },
         { "log-level", verb_log_level },
+        { "slice", verb_slice },
 };
 
 int main(int argc, char *argv[]) {
@@ -387,6 +430,11 @@ int main(int argc, char *argv[]) {
 
         argc -= optind;
         argv += optind;
+        /* Global for getopt's sake (options go anywhere), but meaningful to one verb only. */
+        if (arg_move_to && !(argc >= 2 && streq(argv[0], "slice") && streq(argv[1], "remove"))) {
+                log_error("Option --move-to= is only valid with 'slice remove'.");
+                return EXIT_USAGE;
+        }
         if (argc == 0) {
                 char *default_argv[] = { (char *) "status", NULL };
                 return exit_status(verb_status(1, default_argv));

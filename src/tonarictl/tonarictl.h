@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * What tonarictl.c shares with the files holding further verbs (verb-slice.c): the options from
+ * the command line and the helpers every verb uses to reach tonarid.
+ *
+ * Verbs return 0 or a negative errno; main() turns that into the exit status. Only these errnos
+ * have their own code (tonarictl(1), "Exit status"): -EINVAL 2 (usage, arguments refused),
+ * -ESRCH 3 (not running), -EACCES/-EPERM 4 (access denied), -ENOENT 5 (no such slice: returned
+ * for org.tonari.Error.NoSuchSlice or a slice object that vanished, never for local errors, so
+ * verbs must not pass another -ENOENT through). Anything else is 1.
+ */
+
+#include <stdbool.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-bus.h>
+
+#include "macro.h"
+
+#define BUS_NAME "org.tonari.Manager1"
+#define MANAGER_PATH "/org/tonari/Manager1"
+#define MANAGER_INTERFACE "org.tonari.Manager1"
+#define SLICE_INTERFACE "org.tonari.Slice1"
+
+typedef enum JsonMode {
+        JSON_OFF,
+        JSON_SHORT,
+        JSON_PRETTY,
+} JsonMode;
+
+extern const char *arg_bus_address;
+extern JsonMode arg_json;
+extern bool arg_legend;
+extern const char *arg_move_to; /* 'slice remove' only; main() refuses it elsewhere */
+
+static inline void json_object_putp(json_object **j) {
+        if (*j)
+                json_object_put(*j);
+}
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
+/* Logs why a connection or call failed, naming the action ("create slice 'web'"); returns the errno
+ * to exit with. */
+int report_bus_error(const char *what, const sd_bus_error *error, int r);
+/* Connects to --bus-address= or the system bus; failures are reported already. */
+int connect_bus(sd_bus **ret);
+/* Prints j to stdout as --json= asks. */
+int print_json(json_object *j);
+/* A method call that must not start tonarid through D-Bus activation (auto-start off). */
+int call_read_only(sd_bus *bus, const char *path, const char *interface, const char *member,
+                   sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...);

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "alloc-util.h"
+#include "bus-json.h"
+#include "log.h"
+#include "parse-util.h"
+#include "path-util.h"
+#include "slice-assign.h"
+#include "slice-format.h"
+#include "string-util.h"
+#include "strv.h"
+#include "tonarictl.h"
+#include "verb-slice.h"
+
+#define ARGS_ANY INT_MAX
+
+/* The daemon checks names again; checking here gives exit status 2 without a round trip. */
+static int check_name(const char *name) {
+        _cleanup_free_ char *e = NULL;
+
+        if (name_is_valid(name, NAME_MAX_LEN))
+                return 0;
+        e = cescape(name);
+        if (!e)
+                return log_oom();
+        return log_error_errno(EINVAL,
+                               "Invalid slice name '%s': expected 1 to 64 of the characters "
+                               "A-Z a-z 0-9 _ . : @ -, not starting with '.' or '-'.",
+                               e);
+}
+
+/* A reply that is not what the API promises is a failure (exit status 1), never a usage error. */
+static int log_parse_error(const char *member, int r) {
+        log_error_errno(r, "Failed to parse the reply of %s(): %m", member);
+        return -EBADMSG;
+}
+
+static int append_assignments(sd_bus_message *m, char **assignments) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the request: %m");
+        STRV_FOREACH(a, assignments) {
+                _cleanup_free_ char *message = NULL;
+
+                r = slice_assignment_append(m, *a, &message);
+                /* A bad value (-EINVAL) or an unknown name (-ENOENT): both the user's mistake. */
+                if ((r == -EINVAL || r == -ENOENT) && message) {
+                        log_error("%s", message);
+                        return -EINVAL;
+                }
+                if (r < 0)
+                        return log_error_errno(r == -ENOENT ? EINVAL : r, "Failed to build the request: %m");
+        }
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the request: %m");
+        return 0;
+}
+
+/* CreateSlice(s name, a(sv) properties) and SetSliceProperties(s name, a(sv) properties). */
+static int call_with_assignments(const char *member, const char *action, const char *name,
+                                 char **assignments) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *what = NULL;
+        int r;
+
+        r = check_name(name);
+        if (r < 0)
+                return r;
+
+        /* Messages need a connection, so the assignments are checked after connecting, but before
+         * anything is sent. */
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, member);
+        if (r >= 0)
+                r = sd_bus_message_append_basic(m, 's', name);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the request: %m");
+        r = append_assignments(m, assignments);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_call(bus, m, 0, &error, NULL);
+        if (r < 0) {
+                if (asprintf(&what, "%s slice '%s'", action, name) < 0)
+                        return log_oom();
+                return report_bus_error(what, &error, r);
+        }
+        return 0;
+}
+
+static int slice_create(int argc, char *argv[]) {
+        return call_with_assignments("CreateSlice", "create", argv[1], argv + 2);
+}
+
+static int slice_set(int argc, char *argv[]) {
+        return call_with_assignments("SetSliceProperties", "change", argv[1], argv + 2);
+}
+
+static int slice_show(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *properties = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *what = NULL, *text = NULL;
+        const char *name = argv[1], *path;
+        size_t size = 0;
+        FILE *f;
+        int r;
+
+        r = check_name(name);
+        if (r < 0)
+                return r;
+        if (asprintf(&what, "get slice '%s'", name) < 0)
+                return log_oom();
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+
+        r = call_read_only(bus, MANAGER_PATH, MANAGER_INTERFACE, "GetSlice", &error, &reply, "s", name);
+        if (r < 0)
+                return report_bus_error(what, &error, r);
+        r = sd_bus_message_read_basic(reply, 'o', &path);
+        if (r < 0)
+                return log_parse_error("GetSlice", r);
+
+        r = call_read_only(bus, path, "org.freedesktop.DBus.Properties", "GetAll", &error, &properties, "s",
+                           SLICE_INTERFACE);
+        if (r < 0) {
+                /* Removed between the two calls: the same answer as if it had been gone before. */
+                if (sd_bus_error_has_names(&error, SD_BUS_ERROR_UNKNOWN_OBJECT,
+                                           SD_BUS_ERROR_UNKNOWN_INTERFACE)) {
+                        log_error("Failed to %s: the slice was removed meanwhile.", what);
+                        return -ENOENT;
+                }
+                return report_bus_error(what, &error, r);
+        }
+
+        if (arg_json != JSON_OFF) {
+                _cleanup_json_ json_object *j = NULL;
+
+                r = bus_message_read_json(properties, &j);
+                if (r < 0)
+                        return log_parse_error("GetAll", r);
+                return print_json(j);
+        }
+
+        /* Rendered in full first, so that a malformed reply prints nothing half-way. */
+        f = open_memstream(&text, &size);
+        if (!f)
+                return log_oom();
+        r = slice_properties_print(properties, f);
+        if (fclose(f) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_parse_error("GetAll", r);
+        fputs(text, stdout);
+        return 0;
+}
+
+static int slice_list(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ SliceListEntry *entries = NULL;
+        size_t n;
+        int r;
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+
+        r = call_read_only(bus, MANAGER_PATH, MANAGER_INTERFACE, "ListSlices", &error, &reply, NULL);
+        if (r < 0)
+                return report_bus_error("list slices", &error, r);
+        r = slice_list_read(reply, &entries, &n);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_parse_error("ListSlices", r);
+
+        if (arg_json != JSON_OFF) {
+                _cleanup_json_ json_object *j = NULL;
+
+                r = slice_list_to_json(entries, n, &j);
+                if (r < 0)
+                        return log_oom();
+                return print_json(j);
+        }
+        r = slice_list_print(entries, n, stdout, arg_legend);
+        if (r < 0)
+                return log_oom();
+        return 0;
+}
+
+static int slice_attach(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ uint32_t *pids = NULL;
+        _cleanup_free_ char *what = NULL;
+        const char *name = argv[1];
+        size_t n = (size_t) argc - 2;
+        int r;
+
+        r = check_name(name);
+        if (r < 0)
+                return r;
+
+        pids = new(uint32_t, n);
+        if (!pids)
+                return log_oom();
+        for (size_t i = 0; i < n; i++) {
+                const char *s = argv[2 + i];
+
+                /* Decimal digits only: no sign, no blanks, no 0x; 0 would mean "the caller" in some APIs. */
+                if (safe_atou32(s, &pids[i]) < 0 || pids[i] == 0 || pids[i] > INT32_MAX) {
+                        _cleanup_free_ char *e = cescape(s);
+                        if (!e)
+                                return log_oom();
+                        return log_error_errno(EINVAL, "Invalid PID '%s': expected a positive process ID.",
+                                               e);
+                }
+        }
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE,
+                                           "AttachProcesses");
+        if (r >= 0)
+                r = sd_bus_message_append_basic(m, 's', name);
+        if (r >= 0)
+                r = sd_bus_message_append_array(m, 'u', pids, n * sizeof(uint32_t));
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the request: %m");
+
+        r = sd_bus_call(bus, m, 0, &error, NULL);
+        if (r < 0) {
+                if (asprintf(&what, "attach processes to slice '%s'", name) < 0)
+                        return log_oom();
+                return report_bus_error(what, &error, r);
+        }
+        return 0;
+}
+
+static int slice_remove(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *what = NULL;
+        const char *name = argv[1];
+        int r;
+
+        r = check_name(name);
+        if (r < 0)
+                return r;
+        if (arg_move_to && streq(arg_move_to, name))
+                return log_error_errno(EINVAL, "Cannot move the processes of slice '%s' into itself.", name);
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+
+        /* "" asks the daemon to refuse (SliceBusy) while the slice has processes. */
+        r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "RemoveSlice", &error, NULL,
+                               "ss", name, strempty(arg_move_to));
+        if (r < 0) {
+                if (asprintf(&what, "remove slice '%s'", name) < 0)
+                        return log_oom();
+                return report_bus_error(what, &error, r);
+        }
+        return 0;
+}
+
+static const struct {
+        const char *name;
+        const char *arguments; /* for the message about a wrong number of them */
+        int min_args, max_args; /* not counting the command itself */
+        int (*run)(int argc, char *argv[]);
+} slice_verbs[] = {
+        { "create", " NAME [ASSIGNMENT...]", 1, ARGS_ANY, slice_create },
+        { "set", " NAME ASSIGNMENT...", 2, ARGS_ANY, slice_set },
+        { "show", " NAME", 1, 1, slice_show },
+        { "list", "", 0, 0, slice_list },
+        { "attach", " NAME PID...", 2, ARGS_ANY, slice_attach },
+        { "remove", " NAME [--move-to=SLICE]", 1, 1, slice_remove },
+};
+
+int verb_slice(int argc, char *argv[]) {
+        _cleanup_free_ char *e = NULL;
+
+        if (argc < 2)
+                return log_error_errno(EINVAL,
+                                       "'slice' needs a command: create, set, show, list, attach or remove. "
+                                       "See '%s --help'.",
+                                       program_invocation_short_name);
+
+        FOREACH_ELEMENT(v, slice_verbs) {
+                int n = argc - 2;
+
+                if (!streq(argv[1], v->name))
+                        continue;
+                if (n < v->min_args || n > v->max_args)
+                        return log_error_errno(EINVAL, "Wrong number of arguments: expected 'slice %s%s'.",
+                                               v->name, v->arguments);
+                return v->run(argc - 1, argv + 1);
+        }
+
+        e = cescape(argv[1]);
+        if (!e)
+                return log_oom();
+        return log_error_errno(EINVAL,
+                               "Unknown slice command '%s': expected create, set, show, list, attach or remove.",
+                               e);
+}
