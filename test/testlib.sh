@@ -90,6 +90,24 @@ assert_ge() {
         _tl_end "$ok" "${3:-assert_ge}: expected a number >= $2, got '$1'"
 }
 
+# cpu_usec PID: the CPU time (user + system) the process has used, in µs, from /proc/PID/stat.
+cpu_usec() {
+        local ticks
+        ticks=$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat")
+        echo $((ticks * 1000000 / $(getconf CLK_TCK)))
+}
+
+# cpu_percent PID SECONDS: the share of one CPU, in percent, the process uses over the next SECONDS.
+cpu_percent() {
+        local before start used elapsed
+        before=$(cpu_usec "$1")
+        start=$(date +%s%6N)
+        sleep "$2"
+        used=$(($(cpu_usec "$1") - before))
+        elapsed=$(($(date +%s%6N) - start))
+        awk -v u="$used" -v e="$elapsed" 'BEGIN { printf "%.1f", 100 * u / e }'
+}
+
 # The testcase_* functions in definition order (by line number: keep them in one file).
 _tl_list_testcases() {
         local name

@@ -1,0 +1,308 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Slices with the cgroupfs backend on this host's real cgroup file system (v1 here, v2 elsewhere),
+# through tonarid on a private bus: the CPU quota and the write bandwidth limit hold, settings and
+# processes survive a restart, removal never strands processes, bad input creates nothing.
+# Needs root; creates only tonari.slice/<test slices> and removes them.
+set -eux
+set -o pipefail
+
+if (($(id -u) != 0)); then
+        echo "SKIP: needs root to create cgroups"
+        exit 77
+fi
+if [[ -e /run/systemd/system ]]; then
+        echo "SKIP: systemd manages this host's cgroups; the systemd backend is tested in the VM (TEST-02)"
+        exit 77
+fi
+if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+        CPU_DIR=/sys/fs/cgroup
+        V2=1
+elif [[ -d /sys/fs/cgroup/cpu && -d /sys/fs/cgroup/blkio ]]; then
+        CPU_DIR=/sys/fs/cgroup/cpu
+        V2=0
+else
+        echo "SKIP: no cgroup v2 root and no v1 cpu/blkio hierarchies under /sys/fs/cgroup"
+        exit 77
+fi
+
+. "$(dirname "$0")/lib.sh"
+
+P=t$$    # slice names unique to this run
+CTL=("$TONARICTL" --bus-address="$BUS")
+
+slice_dir() {
+        echo "$CPU_DIR/tonari.slice/$1"
+}
+
+sprop() {
+        busctl --address="$BUS" get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Slice1 "$2"
+}
+
+# Removes what a testcase left behind: its slices' processes and directories.
+cleanup_slices() {
+        local d pid
+        for d in /sys/fs/cgroup/*/tonari.slice/"$P"* /sys/fs/cgroup/tonari.slice/"$P"*; do
+                [[ -d $d ]] || continue
+                for pid in $(cat "$d/cgroup.procs" 2>/dev/null); do
+                        kill -KILL "$pid" 2>/dev/null || true
+                done
+                sleep 0.2
+                rmdir "$d" 2>/dev/null || true
+        done
+        return 0
+}
+
+testcase_create_show_list_remove() {
+        trap '_kill_tonarids; cleanup_slices' EXIT
+        start_tonarid csl
+        "${CTL[@]}" slice create "${P}a" CPUQuota=20% MemoryMax=256M CPUWeight=50
+        assert_eq "t 200000" "$(sprop "${P}a" CPUQuotaPerSecUSec)"
+        assert_eq "t 268435456" "$(sprop "${P}a" MemoryMax)"
+        assert_eq "t 50" "$(sprop "${P}a" CPUWeight)"
+        assert_eq "s \"cgroupfs-v$((V2 ? 2 : 1))\"" "$(sprop "${P}a" Backend)"
+        assert_eq "s \"/tonari.slice/${P}a\"" "$(sprop "${P}a" ControlGroup)"
+        if ((V2)); then
+                assert_eq "20000 100000" "$(cat "$(slice_dir "${P}a")/cpu.max")"
+                assert_eq 268435456 "$(cat "$(slice_dir "${P}a")/memory.max")"
+        else
+                assert_eq 20000 "$(cat "$(slice_dir "${P}a")/cpu.cfs_quota_us")"
+                assert_eq 100000 "$(cat "$(slice_dir "${P}a")/cpu.cfs_period_us")"
+                assert_eq 268435456 "$(cat "/sys/fs/cgroup/memory/tonari.slice/${P}a/memory.limit_in_bytes")"
+                assert_eq 512 "$(cat "$(slice_dir "${P}a")/cpu.shares")"
+        fi
+        assert_match "${P}a +0 " "$("${CTL[@]}" slice list)"
+        # The slice object's interface is exactly the one in protocols/.
+        busctl --address="$BUS" --xml-interface introspect org.tonari.Manager1 "/org/tonari/slice/${P}a" \
+                >"$TESTDIR/slice.xml"
+        diff -u <("$INTERFACES_OF" "$PROTOCOL_XML" org.tonari.Slice1) \
+                <("$INTERFACES_OF" "$TESTDIR/slice.xml" org.tonari.Slice1)
+        assert_match "CPUQuotaPerSecUSec=200ms" "$("${CTL[@]}" slice show "${P}a")"
+
+        "${CTL[@]}" slice set "${P}a" CPUQuota=
+        assert_eq "t 18446744073709551615" "$(sprop "${P}a" CPUQuotaPerSecUSec)"
+        if ((!V2)); then
+                assert_eq -1 "$(cat "$(slice_dir "${P}a")/cpu.cfs_quota_us")"
+        fi
+
+        "${CTL[@]}" slice remove "${P}a"
+        [[ ! -e $(slice_dir "${P}a") ]]
+        assert_rc 5 "${CTL[@]}" slice show "${P}a"
+        stop_tonarid csl
+}
+
+testcase_cpu_quota_holds() {
+        trap '_kill_tonarids; kill ${loop:-} 2>/dev/null; cleanup_slices' EXIT
+        start_tonarid cpu
+        "${CTL[@]}" slice create "${P}cpu" CPUQuota=20%
+        sh -c 'while :; do :; done' &
+        loop=$!
+        "${CTL[@]}" slice attach "${P}cpu" "$loop"
+        assert_match "(^|[[:space:]])$loop([[:space:]]|$)" "$(cat "$(slice_dir "${P}cpu")/cgroup.procs")"
+        sleep 1
+        percent=$(cpu_percent "$loop" 5)
+        echo "TONARI-RESULT host-cgroupfs cpu-quota-20% measured ${percent}%"
+        assert_ge "$percent" 17 "CPU share of a busy loop under CPUQuota=20%"
+        assert_le "$percent" 23 "CPU share of a busy loop under CPUQuota=20%"
+        # The slice's own accounting saw the work: about 6 s at 20%, so well over 0.8 s.
+        assert_ge "$(sprop "${P}cpu" CPUUsageUSec | cut -d' ' -f2)" 800000
+        assert_eq "t 1" "$(sprop "${P}cpu" NrTasks)"
+        kill "$loop"
+        wait "$loop" || true
+        "${CTL[@]}" slice remove "${P}cpu"
+        stop_tonarid cpu
+}
+
+testcase_write_bandwidth_holds() {
+        writer=
+        trap '_kill_tonarids; [[ -z $writer ]] || kill $writer 2>/dev/null; rm -f "$TESTDIR/fifo" "$TESTDIR/dd.out"; cleanup_slices' EXIT
+        # The block device under $TESTDIR, by its kernel name (there may be no udev, no /dev/block).
+        majmin=$(mountpoint -d "$(df --output=target "$TESTDIR" | tail -n1)")
+        dev=/dev/$(sed -n 's/^DEVNAME=//p' "/sys/dev/block/$majmin/uevent")
+        [[ -b $dev ]] || { echo "no block device node for $TESTDIR ($majmin)"; return 1; }
+        start_tonarid io
+        "${CTL[@]}" slice create "${P}io" "IOWriteBandwidthMax=$dev 5M"
+        assert_match "\"$dev\" 5000000" "$(sprop "${P}io" IOWriteBandwidthMax)"
+
+        # The writer waits on a FIFO until it is in the slice, then writes 30 MB with O_DIRECT.
+        mkfifo "$TESTDIR/fifo"
+        sh -c 'read -r _ <"$1"; exec dd if=/dev/zero of="$2" bs=1M count=30 oflag=direct status=none' sh \
+                "$TESTDIR/fifo" "$TESTDIR/dd.out" &
+        writer=$!
+        "${CTL[@]}" slice attach "${P}io" "$writer"
+        start=$(date +%s%6N)
+        echo go >"$TESTDIR/fifo"
+        wait "$writer"
+        elapsed=$(($(date +%s%6N) - start))
+        rate=$(awk -v e="$elapsed" 'BEGIN { printf "%d", 30 * 1048576 / (e / 1000000) }')
+        echo "TONARI-RESULT host-cgroupfs write-bandwidth-5M measured ${rate} B/s"
+        assert_ge "$rate" 4500000 "O_DIRECT write rate under IOWriteBandwidthMax=5M"
+        assert_le "$rate" 5500000 "O_DIRECT write rate under IOWriteBandwidthMax=5M"
+        "${CTL[@]}" slice remove "${P}io"
+        stop_tonarid io
+}
+
+testcase_restart_keeps_everything() {
+        trap '_kill_tonarids; kill ${sleeper:-} 2>/dev/null; cleanup_slices' EXIT
+        start_tonarid keep
+        "${CTL[@]}" slice create "${P}keep" CPUQuota=30% CPUWeight=200 MemoryMax=128M
+        sleep 600 &
+        sleeper=$!
+        "${CTL[@]}" slice attach "${P}keep" "$sleeper"
+        before=$("${CTL[@]}" slice show "${P}keep" | grep -v -e Usage -e Bytes -e Current)
+
+        # A clean stop and a crash: neither may lose the slice, its settings or its process.
+        for sig in TERM KILL; do
+                pid=$(cat "$TESTDIR/keep.tonarid.pid")
+                kill -"$sig" "$pid"
+                wait "$pid" || true
+                rm -f "$TESTDIR/keep.tonarid.pid"
+                [[ -d $(slice_dir "${P}keep") ]]
+                assert_match "(^|[[:space:]])$sleeper([[:space:]]|$)" "$(cat "$(slice_dir "${P}keep")/cgroup.procs")"
+                start_tonarid keep
+                assert_eq "$before" "$("${CTL[@]}" slice show "${P}keep" | grep -v -e Usage -e Bytes -e Current)"
+                assert_eq "t 1" "$(sprop "${P}keep" NrTasks)"
+        done
+        kill "$sleeper"
+        wait "$sleeper" || true
+        "${CTL[@]}" slice remove "${P}keep"
+        stop_tonarid keep
+}
+
+testcase_remove_with_processes() {
+        trap '_kill_tonarids; kill ${sleeper:-} 2>/dev/null; cleanup_slices' EXIT
+        start_tonarid rm
+        "${CTL[@]}" slice create "${P}from"
+        "${CTL[@]}" slice create "${P}to"
+        sleep 600 &
+        sleeper=$!
+        "${CTL[@]}" slice attach "${P}from" "$sleeper"
+
+        # Refused while processes are in it, and nothing changes.
+        rc=0
+        err=$("${CTL[@]}" slice remove "${P}from" 2>&1) || rc=$?
+        assert_eq 1 "$rc"
+        assert_match "has 1 process\(es\): name a slice to move them to" "$err"
+        [[ -d $(slice_dir "${P}from") ]]
+
+        # Moved out on request, then removed.
+        "${CTL[@]}" slice remove "${P}from" --move-to="${P}to"
+        [[ ! -e $(slice_dir "${P}from") ]]
+        assert_match "(^|[[:space:]])$sleeper([[:space:]]|$)" "$(cat "$(slice_dir "${P}to")/cgroup.procs")"
+        assert_match "Removed slice '${P}from'; its 1 process\(es\) moved to slice '${P}to'" "$(cat "$TESTDIR/rm.log")"
+
+        kill "$sleeper"
+        wait "$sleeper" || true
+        "${CTL[@]}" slice remove "${P}to"
+        stop_tonarid rm
+}
+
+testcase_bad_input_creates_nothing() {
+        trap '_kill_tonarids; cleanup_slices' EXIT
+        start_tonarid bad
+        listing() { ls -A "$CPU_DIR/tonari.slice" 2>/dev/null || true; }
+        before=$(listing)
+        # "--": some of the hostile names look like options.
+        call() { busctl --address="$BUS" call -- org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 "$@"; }
+
+        for name in ".." "." "../evil" "a/b" "/abs" "-x" ".hidden" 'a b' '$(id)' "$(printf 'a\nb')" \
+                "$(head -c 65 /dev/zero | tr '\0' x)" ""; do
+                rc=0
+                err=$(call CreateSlice "sa(sv)" "$name" 0 2>&1) || rc=$?
+                assert_eq 1 "$rc" "CreateSlice of a hostile name"
+                assert_match "Invalid slice name" "$err"
+        done
+        assert_rc 2 "${CTL[@]}" slice create "../evil"
+
+        # Unknown property, wrong type, bad values: InvalidArgs naming them.
+        assert_match "Unknown slice property 'Bogus'" "$(call CreateSlice "sa(sv)" "${P}x" 1 Bogus t 1 2>&1 || true)"
+        assert_match "CPUWeight has type 't', got 's'" "$(call CreateSlice "sa(sv)" "${P}x" 1 CPUWeight s 5 2>&1 || true)"
+        assert_match "Invalid CPUWeight 0" "$(call CreateSlice "sa(sv)" "${P}x" 1 CPUWeight t 0 2>&1 || true)"
+        assert_match "CPUQuotaPerSecUSec 5000" \
+                "$(call CreateSlice "sa(sv)" "${P}x" 1 CPUQuotaPerSecUSec t 5000 2>&1 || true)"
+        assert_match "'/etc/passwd': not a block device" \
+                "$(call CreateSlice "sa(sv)" "${P}x" 1 IOWriteBandwidthMax "a(st)" 1 /etc/passwd 1000 2>&1 || true)"
+        assert_match "'/dev/nonexistent': No such file" \
+                "$(call CreateSlice "sa(sv)" "${P}x" 1 IOWriteBandwidthMax "a(st)" 1 /dev/nonexistent 1000 2>&1 || true)"
+        assert_match "'/dev/../etc': expected an absolute, normalized path" \
+                "$(call CreateSlice "sa(sv)" "${P}x" 1 IOWriteBandwidthMax "a(st)" 1 /dev/../etc 1000 2>&1 || true)"
+        assert_match "CPU 4095 is not online" \
+                "$(call CreateSlice "sa(sv)" "${P}x" 1 AllowedCPUs ay 512 $(printf '0 %.0s' $(seq 511)) 128 2>&1 || true)"
+        if ((!V2)); then
+                assert_match "NotSupported|MemoryHigh" \
+                        "$(call CreateSlice "sa(sv)" "${P}x" 1 MemoryHigh t 1000000 2>&1 || true)"
+        fi
+        assert_eq "$before" "$(listing)" "cgroups after refused creations"
+
+        # Processes: missing, kernel thread, PID 1, tonarid itself; unknown slice.
+        "${CTL[@]}" slice create "${P}p"
+        assert_match "does not exist" "$(call AttachProcesses sau "${P}p" 1 999999999 2>&1 || true)"
+        assert_match "Invalid PID 0" "$(call AttachProcesses sau "${P}p" 1 0 2>&1 || true)"
+        assert_match "kernel thread" "$(call AttachProcesses sau "${P}p" 1 2 2>&1 || true)"
+        assert_match "the init process" "$(call AttachProcesses sau "${P}p" 1 1 2>&1 || true)"
+        assert_match "tonarid itself" "$(call AttachProcesses sau "${P}p" 1 "$TONARID_PID" 2>&1 || true)"
+        assert_match "No processes given" "$(call AttachProcesses sau "${P}p" 0 2>&1 || true)"
+        assert_eq "t 0" "$(sprop "${P}p" NrTasks)"
+        assert_rc 5 "${CTL[@]}" slice set "${P}nope" CPUWeight=10
+        assert_rc 5 "${CTL[@]}" slice remove "${P}nope"
+        assert_rc 5 "${CTL[@]}" slice attach "${P}nope" $$
+        assert_match "exists already" "$("${CTL[@]}" slice create "${P}p" 2>&1 || true)"
+        "${CTL[@]}" slice remove "${P}p"
+        stop_tonarid bad
+}
+
+testcase_concurrent_create_and_remove() {
+        trap '_kill_tonarids; cleanup_slices' EXIT
+        start_tonarid race
+        pids=()
+        for i in $(seq 8); do
+                "${CTL[@]}" slice create "${P}race" CPUWeight=$((i * 10)) >/dev/null 2>&1 &
+                pids+=($!)
+                "${CTL[@]}" slice remove "${P}race" >/dev/null 2>&1 &
+                pids+=($!)
+        done
+        for p in "${pids[@]}"; do wait "$p" || true; done
+        # Whatever order the calls ran in, the daemon and the kernel agree.
+        if "${CTL[@]}" slice show "${P}race" >/dev/null 2>&1; then
+                [[ -d $(slice_dir "${P}race") ]]
+                "${CTL[@]}" slice remove "${P}race"
+        fi
+        [[ ! -e $(slice_dir "${P}race") ]]
+        assert_eq 0 "$("${CTL[@]}" --json=short slice list | python3 -c 'import json,sys; print(len([s for s in json.load(sys.stdin) if s["name"].startswith(sys.argv[1])]))' "$P")"
+        stop_tonarid race
+}
+
+testcase_properties_changed_signal() {
+        trap '_kill_tonarids; kill ${monitor:-} 2>/dev/null || true; cleanup_slices' EXIT
+        start_tonarid sig
+        "${CTL[@]}" slice create "${P}sig"
+        busctl --address="$BUS" monitor --match="type='signal',path='/org/tonari/slice/${P}sig'" \
+                >"$TESTDIR/monitor.txt" 2>&1 &
+        monitor=$!
+        sleep 1
+        "${CTL[@]}" slice set "${P}sig" CPUWeight=300
+        for _ in $(seq 50); do grep -q CPUWeight "$TESTDIR/monitor.txt" && break; sleep 0.1; done
+        assert_match "PropertiesChanged" "$(cat "$TESTDIR/monitor.txt")"
+        assert_match "CPUWeight" "$(cat "$TESTDIR/monitor.txt")"
+        kill "$monitor"
+        "${CTL[@]}" slice remove "${P}sig"
+        stop_tonarid sig
+}
+
+testcase_unprivileged_callers() {
+        trap '_kill_tonarids; cleanup_slices' EXIT
+        start_tonarid priv
+        "${CTL[@]}" slice create "${P}priv"
+        nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
+        "${nobody[@]}" "${CTL[@]}" slice list >/dev/null
+        "${nobody[@]}" "${CTL[@]}" slice show "${P}priv" >/dev/null
+        assert_rc 4 "${nobody[@]}" "${CTL[@]}" slice create "${P}priv2"
+        assert_rc 4 "${nobody[@]}" "${CTL[@]}" slice set "${P}priv" CPUWeight=10
+        assert_rc 4 "${nobody[@]}" "${CTL[@]}" slice remove "${P}priv"
+        [[ ! -e $(slice_dir "${P}priv2") ]]
+        "${CTL[@]}" slice remove "${P}priv"
+        stop_tonarid priv
+}
+
+run_testcases
