@@ -115,7 +115,7 @@ int bus_verify_privileged(sd_bus_message *m, sd_bus_error *error) {
                 return r;
         if (r == 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Access denied: %s() changes the daemon and requires root privileges.",
+                                         "Access denied: %s() changes system state and requires root privileges.",
                                          sd_bus_message_get_member(m));
         return 0;
 }

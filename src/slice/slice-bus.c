@@ -25,7 +25,9 @@ static SliceManager *manager_of(void *userdata) {
 
 static int check_manager(SliceManager *sm, sd_bus_error *error) {
         if (!sm)
-                return sd_bus_error_set(error, TONARI_ERROR_NOT_SUPPORTED, "Slices are not available in this daemon.");
+                return sd_bus_error_set(error, TONARI_ERROR_NOT_SUPPORTED,
+                                        "Slices are not available on this host; the \"slices\" entry of the Features "
+                                        "property says why.");
         return 0;
 }
 
@@ -55,8 +57,9 @@ static int reply_failure(sd_bus_message *m, const char *what, const char *name, 
                 error_name = TONARI_ERROR_JOB_FAILED;
                 break;
         default:
-                return sd_bus_reply_method_errnof(m, error, "Failed to %s slice '%s': %s%s%m", what, name,
-                                                  strempty(why), why ? ": " : "");
+                /* Not the caller's fault and no named case: a plain failure. Mapping errno here
+                 * would turn e.g. a kernel EACCES into AccessDenied, which means "you may not". */
+                error_name = SD_BUS_ERROR_FAILED;
         }
         (void) sd_bus_error_setf(&e, error_name, "Failed to %s slice '%s': %s", what, name,
                                  why ?: strerror(ERRNO_VALUE(error)));

@@ -94,6 +94,11 @@ static int cgroupfs_apply(Slice *s, const CGroupSettings *settings, CGroupSettin
         int r;
 
         r = cgroup_apply(s->manager->cgroup_root, s->cgroup, settings, mask, &unsupported);
+        if (r < 0 && r != -EOPNOTSUPP)
+                /* The kernel refused a value after others were written: put back what was in
+                 * effect, so the cgroup and the slice's properties keep agreeing. Unsupported
+                 * settings are found before anything is written. */
+                (void) cgroup_apply(s->manager->cgroup_root, s->cgroup, &s->settings, mask, NULL);
         done(s, r < 0 ? r : 0, unsupported, userdata);
         return 0;
 }

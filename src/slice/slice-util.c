@@ -127,9 +127,11 @@ int slice_settings_validate(const CGroupSettings *s, CGroupSettingMask mask, con
                      (unsigned __int128) s->cpu_quota_per_sec_usec * period <
                              (unsigned __int128) CGROUP_CPU_QUOTA_MIN_USEC * USEC_PER_SEC))
                         return fail(ret_error, ERANGE,
-                                    "Invalid CPUQuotaPerSecUSec %" PRIu64 ": the quota per period of %" PRIu64
-                                    " us would be below the kernel's minimum of 1ms.",
-                                    s->cpu_quota_per_sec_usec, period);
+                                    "Invalid CPUQuotaPerSecUSec %" PRIu64 ": %" PRIu64 " us per period of %" PRIu64
+                                    " us is below the kernel's minimum of 1ms.",
+                                    s->cpu_quota_per_sec_usec,
+                                    (uint64_t) ((unsigned __int128) s->cpu_quota_per_sec_usec * period / USEC_PER_SEC),
+                                    period);
         }
 
         if ((mask & CGROUP_MASK_MEMORY_MAX) && s->memory_max == 0)
@@ -140,8 +142,10 @@ int slice_settings_validate(const CGroupSettings *s, CGroupSettingMask mask, con
         if (mask & CGROUP_MASK_IO_LIMITS)
                 for (size_t i = 0; i < s->n_io_limits; i++) {
                         const CGroupIODeviceLimit *l = &s->io_limits[i];
-                        if (!l->path || l->devnum == 0)
-                                return fail(ret_error, EINVAL, "IO limit without a block device.");
+                        /* Adopted limits whose device is gone have no device number: they can still
+                         * be removed. The cgroupfs backend refuses to write them. */
+                        if (!l->path)
+                                return fail(ret_error, EINVAL, "IO limit without a device path.");
                         for (int t = 0; t < _CGROUP_IO_LIMIT_TYPE_MAX; t++)
                                 if (l->limit[t] == 0)
                                         return fail(ret_error, ERANGE,

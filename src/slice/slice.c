@@ -130,7 +130,8 @@ Slice *slice_manager_find_by_path(SliceManager *m, const char *object_path) {
 size_t slice_manager_count(SliceManager *m) {
         size_t n = 0;
         for (Slice *s = m->slices; s; s = s->next)
-                n++;
+                if (s->state != SLICE_CREATING) /* as ListSlices() shows them */
+                        n++;
         return n;
 }
 

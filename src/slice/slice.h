@@ -93,6 +93,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(SliceManager *, slice_manager_free);
 
 Slice *slice_manager_find(SliceManager *m, const char *name) _pure_;
 Slice *slice_manager_find_by_path(SliceManager *m, const char *object_path) _pure_;
+/* Slices that exist (not those still being created). */
 size_t slice_manager_count(SliceManager *m) _pure_;
 
 /* A new slice in state CREATING, added to the manager; used by the bus layer and by adoption. */

@@ -175,6 +175,11 @@ static int print_status_human(json_object *s) {
         printf("   CPU time: %s\n", format_timespan(cpu, sizeof(cpu), json_get_uint64(s, "CPUUsageUSec"), USEC_PER_MSEC));
         printf("Memory peak: %s\n", format_bytes(mem, sizeof(mem), json_get_uint64(s, "MemoryPeakBytes")));
         printf("  Log level: %s\n", strna(json_get_string(s, "LogLevel")));
+        if (!isempty(json_get_string(s, "SliceBackend")))
+                printf("     Slices: %" PRIu64 " (%s backend)\n", json_get_uint64(s, "Slices"),
+                       json_get_string(s, "SliceBackend"));
+        else
+                printf("     Slices: not available (see the slices feature below)\n");
 
         n_files = json_object_object_get_ex(s, "ConfigFiles", &files) ? json_object_array_length(files) : 0;
         if (n_files == 0)

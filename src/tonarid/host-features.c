@@ -19,6 +19,7 @@
 static const char *const feature_table[_FEATURE_MAX] = {
         [FEATURE_SYSTEMD] = "systemd",     [FEATURE_CGROUP_V2] = "cgroup-v2", [FEATURE_CGROUP_V1] = "cgroup-v1",
         [FEATURE_NUMA] = "numa",           [FEATURE_PAGE_IDLE] = "page-idle", [FEATURE_PSI] = "psi",
+        [FEATURE_SLICES] = "slices",
 };
 
 const char *feature_to_string(FeatureId id) {
@@ -36,8 +37,7 @@ static int path_exists_under(const char *root, const char *path) {
         return 1;
 }
 
-static int set_feature(Features *f, FeatureId id, bool available, const char *format, ...) _printf_(4, 5);
-static int set_feature(Features *f, FeatureId id, bool available, const char *format, ...) {
+int features_set(Features *f, FeatureId id, bool available, const char *format, ...) {
         va_list ap;
         char *s;
         int r;
@@ -67,23 +67,23 @@ static int detect_cgroups(const char *root, Features *f) {
 
         switch (f->cgroup_mode) {
         case CGROUP_MODE_UNIFIED:
-                r = set_feature(f, FEATURE_CGROUP_V2, true, "unified hierarchy at /sys/fs/cgroup, controllers: %s",
+                r = features_set(f, FEATURE_CGROUP_V2, true, "unified hierarchy at /sys/fs/cgroup, controllers: %s",
                                 isempty(v2s) ? "none" : v2s);
                 break;
         case CGROUP_MODE_HYBRID:
-                r = set_feature(f, FEATURE_CGROUP_V2, false,
+                r = features_set(f, FEATURE_CGROUP_V2, false,
                                 "hybrid hierarchy: cgroup2 at /sys/fs/cgroup/unified has controllers: %s",
                                 isempty(v2s) ? "none" : v2s);
                 break;
         default:
-                r = set_feature(f, FEATURE_CGROUP_V2, false, "no cgroup2 hierarchy mounted");
+                r = features_set(f, FEATURE_CGROUP_V2, false, "no cgroup2 hierarchy mounted");
         }
         if (r < 0)
                 return r;
 
         if (strv_isempty(v1))
-                return set_feature(f, FEATURE_CGROUP_V1, false, "no v1 controller hierarchies mounted");
-        return set_feature(f, FEATURE_CGROUP_V1, true, "controllers: %s", v1s);
+                return features_set(f, FEATURE_CGROUP_V1, false, "no v1 controller hierarchies mounted");
+        return features_set(f, FEATURE_CGROUP_V1, true, "controllers: %s", v1s);
 }
 
 static int detect_numa(const char *root, Features *f) {
@@ -98,23 +98,23 @@ static int detect_numa(const char *root, Features *f) {
         r = read_one_line_file(path, &online);
         if (r == -ENOENT) {
                 f->numa_nodes = 0;
-                return set_feature(f, FEATURE_NUMA, false,
+                return features_set(f, FEATURE_NUMA, false,
                                    "no NUMA information (/sys/devices/system/node/online missing)");
         }
         if (r < 0)
                 return r;
         r = parse_index_list(online, NUMA_NODE_MAX, &mask, &size);
         if (r < 0)
-                return set_feature(f, FEATURE_NUMA, false, "cannot parse online node list '%s'", online);
+                return features_set(f, FEATURE_NUMA, false, "cannot parse online node list '%s'", online);
 
         f->numa_nodes = index_list_count(mask, size);
         list = format_index_list(mask, size);
         if (!list)
                 return -ENOMEM;
         if (f->numa_nodes < 2)
-                return set_feature(f, FEATURE_NUMA, false, "%u node online (%s): nothing to migrate between",
+                return features_set(f, FEATURE_NUMA, false, "%u node online (%s): nothing to migrate between",
                                    f->numa_nodes, list);
-        return set_feature(f, FEATURE_NUMA, true, "%u nodes online (%s)", f->numa_nodes, list);
+        return features_set(f, FEATURE_NUMA, true, "%u nodes online (%s)", f->numa_nodes, list);
 }
 
 int features_detect(const char *root, Features *ret) {
@@ -124,8 +124,8 @@ int features_detect(const char *root, Features *ret) {
         r = path_exists_under(root, "run/systemd/system");
         if (r < 0)
                 goto fail;
-        r = r ? set_feature(&f, FEATURE_SYSTEMD, true, "systemd is PID 1 (/run/systemd/system exists)")
-              : set_feature(&f, FEATURE_SYSTEMD, false, "not booted with systemd (/run/systemd/system missing)");
+        r = r ? features_set(&f, FEATURE_SYSTEMD, true, "systemd is PID 1 (/run/systemd/system exists)")
+              : features_set(&f, FEATURE_SYSTEMD, false, "not booted with systemd (/run/systemd/system missing)");
         if (r < 0)
                 goto fail;
 
@@ -139,17 +139,22 @@ int features_detect(const char *root, Features *ret) {
         r = path_exists_under(root, "sys/kernel/mm/page_idle/bitmap");
         if (r < 0)
                 goto fail;
-        r = r ? set_feature(&f, FEATURE_PAGE_IDLE, true, "/sys/kernel/mm/page_idle/bitmap present")
-              : set_feature(&f, FEATURE_PAGE_IDLE, false,
+        r = r ? features_set(&f, FEATURE_PAGE_IDLE, true, "/sys/kernel/mm/page_idle/bitmap present")
+              : features_set(&f, FEATURE_PAGE_IDLE, false,
                             "no /sys/kernel/mm/page_idle/bitmap (kernel without CONFIG_IDLE_PAGE_TRACKING)");
+        if (r < 0)
+                goto fail;
+
+        /* Known once the manager has chosen a backend. */
+        r = features_set(&f, FEATURE_SLICES, false, "not set up yet");
         if (r < 0)
                 goto fail;
 
         r = path_exists_under(root, "proc/pressure/cpu");
         if (r < 0)
                 goto fail;
-        r = r ? set_feature(&f, FEATURE_PSI, true, "/proc/pressure present")
-              : set_feature(&f, FEATURE_PSI, false, "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)");
+        r = r ? features_set(&f, FEATURE_PSI, true, "/proc/pressure present")
+              : features_set(&f, FEATURE_PSI, false, "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)");
         if (r < 0)
                 goto fail;
 

@@ -16,6 +16,7 @@ typedef enum FeatureId {
         FEATURE_NUMA,      /* more than one NUMA node online */
         FEATURE_PAGE_IDLE, /* idle page tracking, for referenced-first migration */
         FEATURE_PSI,       /* pressure stall information */
+        FEATURE_SLICES,    /* tonari's slices, and which backend realizes them (set by the manager) */
         _FEATURE_MAX,
 } FeatureId;
 
@@ -35,3 +36,5 @@ const char *feature_to_string(FeatureId id) _const_;
 /* Probes the system whose filesystem starts at root ("/" normally, a fake tree in tests). */
 int features_detect(const char *root, Features *ret);
 void features_done(Features *f);
+/* Sets one entry; detail is formatted. */
+int features_set(Features *f, FeatureId id, bool available, const char *format, ...) _printf_(4, 5);

@@ -186,10 +186,13 @@ static const sd_bus_vtable manager_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("ConfigFiles", "as", property_get_config_files, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 
-        /* Read-only methods are open to every user (and allowed by the D-Bus policy). */
+        /* Read-only methods are open to every user (and allowed by the D-Bus policy): GetStatus,
+         * GetSlice, ListSlices. */
         SD_BUS_METHOD_WITH_ARGS("GetStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("a{sv}", status), method_get_status,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        /* Slices (slice-bus.c): the handlers get &Manager.slices as userdata. */
+
+        /* Slices (slice-bus.c), their handlers get &Manager.slices as userdata. CreateSlice,
+         * SetSliceProperties, RemoveSlice and AttachProcesses are root-only like SetLogLevel below. */
         SD_BUS_METHOD_WITH_ARGS_OFFSET("CreateSlice", SD_BUS_ARGS("s", name, "a(sv)", properties),
                                        SD_BUS_RESULT("o", slice), bus_slice_method_create, offsetof(Manager, slices),
                                        SD_BUS_VTABLE_UNPRIVILEGED),

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
+#include "slice-util.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -112,21 +113,24 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
 
 static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
+        SliceBackendType old_backend = m->config.slice_backend;
+        char old_root[sizeof(m->config.slice_cgroup_root)];
         int r;
 
         (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading configuration...");
         manager_set_state(m, MANAGER_RELOADING);
-
-        SliceBackendType old_backend = m->config.slice_backend;
-        char old_root[sizeof(m->config.slice_cgroup_root)];
         strcpy(old_root, m->config.slice_cgroup_root);
 
         r = manager_load_config(m);
         if (r < 0)
                 log_warning("Keeping the previous configuration: '%s' could not be loaded.", m->config_path);
-        else if (m->config.slice_backend != old_backend || !streq(m->config.slice_cgroup_root, old_root))
-                log_warning("[Slices] Backend= and CgroupRoot= take effect at the next start of tonarid.");
         else {
+                if (m->config.slice_backend != old_backend || !streq(m->config.slice_cgroup_root, old_root)) {
+                        /* The configuration shows what is in effect: the backend runs until a restart. */
+                        log_warning("[Slices] Backend= and CgroupRoot= take effect at the next start of tonarid.");
+                        m->config.slice_backend = old_backend;
+                        strcpy(m->config.slice_cgroup_root, old_root);
+                }
                 log_info("Reloaded configuration from '%s'.", m->config_path);
                 if (m->bus)
                         (void) sd_bus_emit_properties_changed(m->bus, TONARI_MANAGER_PATH,
@@ -183,8 +187,50 @@ static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error 
         return 0;
 }
 
+/*
+ * Slices come first: once the name is ours (and READY=1 sent), every existing slice must be there.
+ * With Backend=auto on a host where systemd manages cgroups in a way slices cannot use (hybrid or
+ * legacy hierarchy, or tonarid on a private bus), slices are unavailable and the Features entry
+ * says why; an explicit Backend= that cannot be honoured stops the daemon.
+ */
+static int manager_start_slices(Manager *m) {
+        bool systemd_pid1 = m->features.feature[FEATURE_SYSTEMD].available;
+        bool unified = m->features.cgroup_mode == CGROUP_MODE_UNIFIED;
+        bool usable = systemd_pid1 && unified && !m->bus_address;
+        int r;
+
+        if (m->config.slice_backend == SLICE_BACKEND_AUTO && systemd_pid1 && !usable) {
+                const char *why = !unified ? "systemd manages this host's cgroups on a hybrid or legacy hierarchy, "
+                                             "and tonari's slices need the unified one"
+                                           : "tonarid is on a private bus (--bus-address=), not on systemd's";
+                log_warning("Slices are not available: %s.", why);
+                return features_set(&m->features, FEATURE_SLICES, false, "%s", why);
+        }
+        if (m->config.slice_backend == SLICE_BACKEND_AUTO && !systemd_pid1) {
+                _cleanup_(cgroup_root_freep) CGroupRoot *probe = NULL;
+
+                /* No cgroups here at all (a build chroot, say): nothing to manage, nothing broken. */
+                r = cgroup_root_new(m->config.slice_cgroup_root, &probe);
+                if (r == -ENOMEDIUM || r == -ENOENT) {
+                        log_warning("Slices are not available: no cgroup hierarchy at '%s'.",
+                                    m->config.slice_cgroup_root);
+                        return features_set(&m->features, FEATURE_SLICES, false, "no cgroup hierarchy at %s",
+                                            m->config.slice_cgroup_root);
+                }
+        }
+
+        r = slice_manager_new(m->bus, m->config.slice_backend, systemd_pid1, usable, m->config.slice_cgroup_root,
+                              &m->slices);
+        if (r < 0)
+                return r;
+        if (m->slices->backend == &slice_backend_systemd)
+                return features_set(&m->features, FEATURE_SLICES, true, "systemd backend: transient units below %s",
+                                    SLICE_PARENT_UNIT);
+        return features_set(&m->features, FEATURE_SLICES, true, "%s backend below %s/%s", m->slices->backend->name,
+                            cgroup_root_dir(m->slices->cgroup_root), SLICE_CGROUPFS_PARENT);
+}
+
 static int manager_connect_bus(Manager *m) {
-        bool systemd_pid1;
         int r;
 
         r = bus_open(m->bus_address, "tonarid", &m->bus);
@@ -200,11 +246,7 @@ static int manager_connect_bus(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
 
-        /* Slices first: once the name is ours (and READY=1 sent), every existing slice must be there. */
-        systemd_pid1 = m->features.feature[FEATURE_SYSTEMD].available;
-        r = slice_manager_new(m->bus, m->config.slice_backend, systemd_pid1,
-                              systemd_pid1 && m->features.cgroup_mode == CGROUP_MODE_UNIFIED && !m->bus_address,
-                              m->config.slice_cgroup_root, &m->slices);
+        r = manager_start_slices(m);
         if (r < 0)
                 return r;
 

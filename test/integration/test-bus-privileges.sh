@@ -55,7 +55,7 @@ testcase_unprivileged_write_denied_in_code() {
         rc=0
         err=$($NOBODY "$TONARICTL" --bus-address="$ADDRESS" log-level debug 2>&1) || rc=$?
         assert_eq 4 "$rc" "tonarictl exit status"
-        assert_match "SetLogLevel\(\) changes the daemon and requires root privileges" "$err"
+        assert_match "SetLogLevel\(\) changes system state and requires root privileges" "$err"
         [[ $err != *"Rejected send message"* ]]
         assert_eq 's "info"' "$(ADDRESS=$ADDRESS prop LogLevel)"
         "$TONARICTL" --bus-address="$ADDRESS" log-level debug

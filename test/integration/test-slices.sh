@@ -73,6 +73,8 @@ testcase_create_show_list_remove() {
                 assert_eq 512 "$(cat "$(slice_dir "${P}a")/cpu.shares")"
         fi
         assert_match "${P}a +0 " "$("${CTL[@]}" slice list)"
+        assert_match '"slices" true "cgroupfs-v[12] backend below /sys/fs/cgroup/tonari.slice"' "$(prop Features)"
+        assert_match "Slices: [0-9]+ \(cgroupfs-v[12] backend\)" "$("${CTL[@]}" status)"
         # The slice object's interface is exactly the one in protocols/.
         busctl --address="$BUS" --xml-interface introspect org.tonari.Manager1 "/org/tonari/slice/${P}a" \
                 >"$TESTDIR/slice.xml"

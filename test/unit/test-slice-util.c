@@ -75,7 +75,8 @@ START_TEST(test_validate) {
         ck_assert_int_eq(validate(&s, CGROUP_MASK_CPU_QUOTA, NULL), 0);
         s.cpu_quota_per_sec_usec = 9999;
         ck_assert_int_eq(validate(&s, CGROUP_MASK_CPU_QUOTA, &err), -ERANGE);
-        ck_assert_ptr_nonnull(strstr(err, "CPUQuotaPerSecUSec 9999"));
+        ck_assert_str_eq(err, "Invalid CPUQuotaPerSecUSec 9999: 999 us per period of 100000 us is below the kernel's "
+                              "minimum of 1ms.");
         err = mfree(err);
         s.cpu_quota_per_sec_usec = 0;
         ck_assert_int_eq(validate(&s, CGROUP_MASK_CPU_QUOTA, NULL), -ERANGE);

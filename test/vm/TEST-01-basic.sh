@@ -67,6 +67,7 @@ testcase_start_and_properties() {
         assert_match '"cgroup-v1" false' "$features"
         assert_match '"numa" true "2 nodes online \(0-1\)"' "$features"
         assert_match '"psi" true' "$features"
+        assert_match '"slices" true "systemd backend: transient units below tonari.slice"' "$features"
         # Idle page tracking exists only in tonari's own kernel build (kernel/build).
         if [[ " $(</proc/cmdline) " == *" tonari.kernel=custom "* ]]; then
                 assert_match '"page-idle" true "/sys/kernel/mm/page_idle/bitmap present"' "$features"
