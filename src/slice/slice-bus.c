@@ -345,7 +345,8 @@ int bus_slice_method_create(sd_bus_message *m, void *userdata, sd_bus_error *err
         if (r < 0) {
                 sd_bus_message_unref(m);
                 slice_free(s);
-                return r;
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to create slice '%s': %s", name,
+                                         strerror(ERRNO_VALUE(r)));
         }
         return 1;
 }
@@ -418,7 +419,8 @@ int bus_slice_method_set_properties(sd_bus_message *m, void *userdata, sd_bus_er
                 sd_bus_message_unref(c->message);
                 cgroup_settings_done(&c->settings);
                 free(c);
-                return r;
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to change slice '%s': %s", name,
+                                         strerror(ERRNO_VALUE(r)));
         }
         return 1;
 }
@@ -508,7 +510,8 @@ int bus_slice_method_remove(sd_bus_message *m, void *userdata, sd_bus_error *err
 
         r = slice_get_pids(s, &pids, &n);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Cannot list the processes of slice '%s': %m", name);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Cannot list the processes of slice '%s': %s", name,
+                                         strerror(ERRNO_VALUE(r)));
         if (n > 0 && !target)
                 return sd_bus_error_setf(error, TONARI_ERROR_SLICE_BUSY,
                                          "Slice '%s' has %zu process(es): name a slice to move them to, or move them "
@@ -540,7 +543,8 @@ int bus_slice_method_remove(sd_bus_message *m, void *userdata, sd_bus_error *err
         if (r < 0) {
                 s->state = SLICE_ACTIVE;
                 remove_context_free(c);
-                return r;
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to remove slice '%s': %s", name,
+                                         strerror(ERRNO_VALUE(r)));
         }
         return 1;
 }
@@ -601,7 +605,8 @@ int bus_slice_method_attach(sd_bus_message *m, void *userdata, sd_bus_error *err
                         return sd_bus_error_setf(error, TONARI_ERROR_NO_SUCH_PROCESS, "Process %" PRIu32 " does not exist.",
                                                  pids[i]);
                 if (r < 0)
-                        return sd_bus_error_set_errnof(error, r, "Cannot inspect process %" PRIu32 ": %m", pids[i]);
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Cannot inspect process %" PRIu32 ": %s",
+                                                 pids[i], strerror(ERRNO_VALUE(r)));
                 if (r > 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Process %" PRIu32 " is a kernel thread; kernel threads cannot be moved.",
@@ -619,7 +624,8 @@ int bus_slice_method_attach(sd_bus_message *m, void *userdata, sd_bus_error *err
                 s->state = SLICE_ACTIVE;
                 sd_bus_message_unref(c->message);
                 free(c);
-                return r;
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to attach processes to slice '%s': %s",
+                                         name, strerror(ERRNO_VALUE(r)));
         }
         return 1;
 }

@@ -84,19 +84,15 @@ int report_bus_error(const char *what, const sd_bus_error *error, int r) {
         }
 
         log_error("Failed to %s: %s", what, bus_error_message(error, r));
+        /* With a D-Bus error, the exit status comes from its name alone: sd-bus's errno for a name
+         * can mislead (org.freedesktop.DBus.Error.Failed maps to EACCES, UnknownProperty to
+         * ENOENT). Everything not named here is a plain failure. */
         if (sd_bus_error_has_name(error, TONARI_ERROR_NO_SUCH_SLICE))
                 return -ENOENT;
-        if (is_set) {
-                int e = sd_bus_error_get_errno(error);
-
-                /* Exit statuses 3 and 5 come from the names above only, never from an errno that
-                 * sd-bus derives from another name (UnknownProperty is ENOENT, UnixProcessIdUnknown
-                 * ESRCH). tonari's other errors (SliceExists, SliceBusy, NotSupported, NoSuchProcess,
-                 * JobFailed) are plain failures, whatever errno a map might give them. */
-                if (startswith(error->name, "org.tonari.Error.") || e == 0 || e == ENOENT || e == ESRCH)
-                        return -EIO;
-                return -e;
-        }
+        if (sd_bus_error_has_name(error, SD_BUS_ERROR_INVALID_ARGS))
+                return -EINVAL;
+        if (is_set)
+                return -EIO;
         return r < 0 ? r : -EIO;
 }
 
