@@ -3,21 +3,9 @@
 #include <sys/socket.h>
 
 #include "bus-json.h"
+#include "bus-pair.h"
 #include "macro.h"
 #include "tests.h"
-
-/* Messages can only be created on an open connection; a socketpair needs no bus daemon. The
- * peer never answers the handshake, so close without flushing. */
-static sd_bus *pair_bus(void) {
-        sd_bus *bus = NULL;
-        int fds[2];
-
-        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-        ck_assert_int_ge(sd_bus_new(&bus), 0);
-        ck_assert_int_ge(sd_bus_set_fd(bus, fds[0], fds[0]), 0);
-        ck_assert_int_ge(sd_bus_start(bus), 0);
-        return bus;
-}
 
 static char *convert(sd_bus_message *m) {
         json_object *j = NULL;

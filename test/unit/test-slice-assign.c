@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "alloc-util.h"
+#include "bus-pair.h"
 #include "macro.h"
 #include "slice-assign.h"
 #include "slice-format.h"
@@ -16,18 +17,6 @@
  * input, checked on the exact (sv) entries read back from the message; and slice-format.c, what
  * 'tonarictl slice list' and 'slice show' print for given replies.
  */
-
-/* Messages need an open connection; a socketpair whose peer never answers is enough. */
-static sd_bus *pair_bus(void) {
-        sd_bus *bus = NULL;
-        int fds[2];
-
-        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-        ck_assert_int_ge(sd_bus_new(&bus), 0);
-        ck_assert_int_ge(sd_bus_set_fd(bus, fds[0], fds[0]), 0);
-        ck_assert_int_ge(sd_bus_start(bus), 0);
-        return bus;
-}
 
 static sd_bus_message *new_message(sd_bus *bus) {
         sd_bus_message *m = NULL;
