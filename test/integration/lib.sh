@@ -8,6 +8,13 @@
 . "$TESTLIB"
 
 TESTDIR=$(mktemp -d /tmp/tonari-test.XXXXXX)
+
+# A tonarid with the cgroupfs backend creates tonari.slice in each hierarchy; _cleanup removes
+# the ones that did not exist before this script (these tests never run in parallel).
+_NEW_PARENTS=()
+for _d in /sys/fs/cgroup /sys/fs/cgroup/*; do
+        [[ -d $_d && ! -L $_d && ! -e $_d/tonari.slice ]] && _NEW_PARENTS+=("$_d/tonari.slice")
+done
 # The unprivileged callers of test-bus-privileges.sh must reach the bus sockets below.
 chmod 755 "$TESTDIR"
 
@@ -39,6 +46,10 @@ _cleanup() {
                 done >&2
         fi
         rm -rf "$TESTDIR"
+        for dir in "${_NEW_PARENTS[@]}"; do
+                [[ -d $dir ]] || continue
+                rmdir "$dir" || { echo "cgroup left behind: $dir" >&2; ((rc != 0)) || rc=1; }
+        done
         return "$rc"
 }
 trap _cleanup EXIT

@@ -14,10 +14,10 @@
  * Fake kernel trees (/proc, /sys, cgroupfs) in a temp dir for the code that takes a root
  * directory. Each check test runs in its own process, so a static root is fine.
  */
-static char fake_root[] = "/tmp/test-fake-root.XXXXXX";
+static const char *fake_root;
 
 static inline void fake_root_new(void) {
-        ck_assert_ptr_nonnull(mkdtemp(fake_root));
+        fake_root = test_tmpdir();
 }
 
 /* Writes root/relpath with content, creating parent directories. */

@@ -12,7 +12,7 @@
 #include "tests.h"
 #include "tonarid-conf.h"
 
-static char dir[] = "/tmp/test-conf.XXXXXX";
+static const char *dir;
 
 static char *put(const char *name, const char *content) {
         char *p = strjoin(dir, "/", name);
@@ -27,7 +27,7 @@ static char *put(const char *name, const char *content) {
 }
 
 static void setup(void) {
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        dir = test_tmpdir();
 }
 
 START_TEST(test_defaults_without_files) {

@@ -7,11 +7,15 @@
 #include "fd-util.h"
 #include "fileio.h"
 #include "format-util.h"
+#include "string-util.h"
 #include "tests.h"
 
 static char *write_temp(const char *content, size_t len) {
-        char *path = strdup("/tmp/test-fileio.XXXXXX");
-        int fd = mkstemp(path);
+        char *path = strjoin(test_tmpdir(), "/file");
+        int fd;
+
+        ck_assert_ptr_nonnull(path);
+        fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(write(fd, content, len), (ssize_t) len);

@@ -10,13 +10,18 @@
 #include "fd-util.h"
 #include "fileio.h"
 #include "log.h"
+#include "string-util.h"
 #include "tests.h"
 
-static char stderr_path[] = "/tmp/test-log.XXXXXX";
+static char *stderr_path;
 
 /* Points stderr at a fresh temp file; check runs each test in its own process. */
 static void capture_stderr(void) {
-        int fd = mkstemp(stderr_path);
+        int fd;
+
+        stderr_path = strjoin(test_tmpdir(), "/stderr");
+        ck_assert_ptr_nonnull(stderr_path);
+        fd = open(stderr_path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(dup2(fd, STDERR_FILENO), STDERR_FILENO);
