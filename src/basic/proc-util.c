@@ -17,7 +17,7 @@
 int proc_stat_parse(const char *text, ProcStat *ret) {
         _cleanup_strv_free_ char **f = NULL;
         const char *close;
-        uint64_t ppid, flags, utime, stime;
+        uint64_t ppid, flags, utime, stime, start;
         int r;
 
         /* "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime ..."
@@ -28,11 +28,13 @@ int proc_stat_parse(const char *text, ProcStat *ret) {
         r = strv_split(close + 2, " \n", &f);
         if (r < 0)
                 return r;
-        /* f[0] = state (field 3), f[1] = ppid, f[6] = flags (field 9), f[11] = utime, f[12] = stime */
-        if (strv_length(f) < 13 || strlen(f[0]) != 1)
+        /* f[0] = state (field 3), f[1] = ppid, f[6] = flags (field 9), f[11] = utime, f[12] = stime,
+         * f[19] = starttime (field 22) */
+        if (strv_length(f) < 20 || strlen(f[0]) != 1)
                 return -EBADMSG;
         if (safe_atou64(f[1], &ppid) < 0 || safe_atou64(f[6], &flags) < 0 || safe_atou64(f[11], &utime) < 0 ||
-            safe_atou64(f[12], &stime) < 0 || flags > UINT32_MAX || ppid > INT32_MAX)
+            safe_atou64(f[12], &stime) < 0 || safe_atou64(f[19], &start) < 0 || flags > UINT32_MAX ||
+            ppid > INT32_MAX)
                 return -EBADMSG;
 
         *ret = (ProcStat){
@@ -41,6 +43,7 @@ int proc_stat_parse(const char *text, ProcStat *ret) {
                 .flags = (unsigned) flags,
                 .utime_ticks = utime,
                 .stime_ticks = stime,
+                .start_time_ticks = start,
         };
         return 0;
 }
@@ -72,4 +75,62 @@ int proc_pid_is_kernel_thread(const char *proc, pid_t pid) {
         if (r < 0)
                 return r;
         return !!(st.flags & PF_KTHREAD);
+}
+
+int proc_cgroup_parse(const char *text, char **ret) {
+        _cleanup_strv_free_ char **lines = NULL;
+        const char *found = NULL;
+        int r;
+
+        /* "0::/path" (v2) or "N:controller,list:/path" (v1, one line per hierarchy). The v2 line
+         * wins; on v1 the hierarchy holding "cpu" is the one tonari places processes by. */
+        r = strv_split(text, "\n", &lines);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(l, lines) {
+                const char *c = strchr(*l, ':'), *p;
+
+                if (!c || !(p = strchr(c + 1, ':')) || p[1] != '/')
+                        return -EBADMSG;
+                if (startswith(*l, "0::")) {
+                        found = p + 1;
+                        break;
+                }
+                _cleanup_free_ char *list = strndup(c + 1, p - c - 1);
+                _cleanup_strv_free_ char **controllers = NULL;
+                if (!list)
+                        return -ENOMEM;
+                r = strv_split(list, ",", &controllers);
+                if (r < 0)
+                        return r;
+                if (strv_contains(controllers, "cpu"))
+                        found = p + 1;
+        }
+        if (!found)
+                return -ENODATA;
+
+        char *s = strdup(found);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int proc_pid_cgroup(const char *proc, pid_t pid, char **ret) {
+        _cleanup_free_ char *text = NULL, *p = NULL;
+        char path[64];
+        int r;
+
+        if (pid <= 0)
+                return -EINVAL;
+        (void) snprintf(path, sizeof(path), "%i/cgroup", (int) pid);
+        p = strjoin(proc, "/", path);
+        if (!p)
+                return -ENOMEM;
+        r = read_full_file(p, &text, NULL);
+        if (r == -ENOENT)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        return proc_cgroup_parse(text, ret);
 }

@@ -16,6 +16,7 @@ typedef struct ProcStat {
         unsigned flags;    /* PF_* */
         uint64_t utime_ticks;
         uint64_t stime_ticks;
+        uint64_t start_time_ticks; /* since boot: with the PID, identifies one process */
 } ProcStat;
 
 /* Parses the text of /proc/<pid>/stat; the command name may contain spaces and parentheses. */
@@ -24,3 +25,10 @@ int proc_stat_parse(const char *text, ProcStat *ret);
 int proc_pid_stat(const char *proc, pid_t pid, ProcStat *ret);
 /* 1 for a kernel thread (PF_KTHREAD), 0 for a user process, -ESRCH if there is none. */
 int proc_pid_is_kernel_thread(const char *proc, pid_t pid);
+
+/*
+ * The cgroup of a process from the text of /proc/<pid>/cgroup: the v2 path, or on v1 the path in
+ * the hierarchy with the cpu controller. Absolute ("/tonari.slice/web"). -ENODATA if neither.
+ */
+int proc_cgroup_parse(const char *text, char **ret);
+int proc_pid_cgroup(const char *proc, pid_t pid, char **ret);

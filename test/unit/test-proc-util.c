@@ -17,6 +17,7 @@ START_TEST(test_stat_parse) {
         ck_assert_uint_eq(st.flags, 4194304);
         ck_assert_uint_eq(st.utime_ticks, 17);
         ck_assert_uint_eq(st.stime_ticks, 23);
+        ck_assert_uint_eq(st.start_time_ticks, 99);
 
         /* A command name can be anything, including ") S 1" and spaces. */
         ck_assert_int_eq(proc_stat_parse("7 (evil) R 9 (x) S 2 7 7 0 -1 2097216 0 0 0 0 5 6 0 0 20 0 1 0 9 0 0\n", &st), 0);
@@ -58,4 +59,29 @@ START_TEST(test_real_proc) {
 }
 END_TEST
 
-TEST_SUITE("proc-util", test_stat_parse, test_kernel_thread, test_real_proc)
+START_TEST(test_cgroup_parse) {
+        char *p = NULL;
+
+        ck_assert_int_eq(proc_cgroup_parse("0::/tonari.slice/tonari-web.slice/tonari-web.scope\n", &p), 0);
+        ck_assert_str_eq(p, "/tonari.slice/tonari-web.slice/tonari-web.scope");
+        p = mfree(p);
+        ck_assert_int_eq(proc_cgroup_parse("12:pids:/x\n4:cpu,cpuacct:/tonari.slice/web\n1:name=systemd:/\n0::/\n", &p), 0);
+        /* Hybrid: the v2 line wins. */
+        ck_assert_str_eq(p, "/");
+        p = mfree(p);
+        ck_assert_int_eq(proc_cgroup_parse("12:pids:/x\n4:cpu,cpuacct:/tonari.slice/web\n", &p), 0);
+        ck_assert_str_eq(p, "/tonari.slice/web");
+        p = mfree(p);
+        ck_assert_int_eq(proc_cgroup_parse("12:pids:/x\n", &p), -ENODATA);
+        ck_assert_int_eq(proc_cgroup_parse("garbage\n", &p), -EBADMSG);
+        ck_assert_int_eq(proc_cgroup_parse("0::relative\n", &p), -EBADMSG);
+        ck_assert_ptr_null(p);
+
+        ck_assert_int_eq(proc_pid_cgroup("/proc", getpid(), &p), 0);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(p[0], '/');
+        free(p);
+}
+END_TEST
+
+TEST_SUITE("proc-util", test_stat_parse, test_kernel_thread, test_real_proc, test_cgroup_parse)
