@@ -700,6 +700,84 @@ fail:
         return k;
 }
 
+static int v1_write_cpu_quota(CGroupRoot *root, const char *path, int64_t quota, uint64_t period);
+
+int cgroup_make_leaf(CGroupRoot *r, const char *parent, const char *leaf, const char *const *controllers) {
+        _cleanup_free_ char *path = NULL, *dir = NULL;
+        bool created = false, moved = false;
+        int k;
+
+        assert_return(r, -EINVAL);
+        assert_return(r->version == 2, -EOPNOTSUPP);
+        assert_return(filename_is_valid(leaf), -EINVAL);
+        k = cgroup_path_check(parent);
+        if (k < 0)
+                return k;
+
+        path = strjoin(parent, "/", leaf);
+        if (!path)
+                return -ENOMEM;
+        k = cgroup_fs_path(r, NULL, path, NULL, &dir);
+        if (k < 0)
+                return k;
+        if (mkdir(dir, 0755) >= 0)
+                created = true;
+        else if (errno != EEXIST)
+                return -errno;
+
+        /* Processes may fork while they are moved: a few rounds, until the parent is empty and the
+         * kernel accepts the controllers (it refuses with EBUSY while parent has processes). */
+        for (unsigned round = 0;; round++) {
+                _cleanup_free_ pid_t *pids = NULL;
+                size_t n = 0;
+
+                k = cgroup_get_pids(r, parent, &pids, &n);
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < n; i++) {
+                        k = cgroup_attach(r, path, pids[i]);
+                        if (k < 0 && k != -ESRCH)
+                                return k;
+                        moved = true;
+                }
+
+                k = 0;
+                STRV_FOREACH(c, (char **) controllers) {
+                        _cleanup_free_ char *plus = strjoin("+", *c);
+
+                        if (!plus)
+                                return -ENOMEM;
+                        k = cgroup_write_file(r, NULL, parent, "cgroup.subtree_control", plus);
+                        if (k < 0)
+                                break;
+                }
+                if (k >= 0)
+                        break;
+                if (k != -EBUSY || round >= 8)
+                        return k;
+        }
+        return created || moved;
+}
+
+int cgroup_set_cpu_max(CGroupRoot *r, const char *path, usec_t quota_usec, usec_t period_usec) {
+        char buf[64];
+
+        assert_return(r, -EINVAL);
+        if (period_usec < CGROUP_CPU_QUOTA_PERIOD_MIN_USEC || period_usec > CGROUP_CPU_QUOTA_PERIOD_MAX_USEC)
+                return -ERANGE;
+        if (quota_usec != USEC_INFINITY && (quota_usec < CGROUP_CPU_QUOTA_MIN_USEC || quota_usec > (usec_t) INT64_MAX))
+                return -ERANGE;
+
+        if (r->version == 1)
+                return v1_write_cpu_quota(r, path, quota_usec == USEC_INFINITY ? -1 : (int64_t) quota_usec,
+                                          period_usec);
+        if (quota_usec == USEC_INFINITY)
+                (void) snprintf(buf, sizeof(buf), "max %" PRIu64, period_usec);
+        else
+                (void) snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64, quota_usec, period_usec);
+        return cgroup_write_file(r, NULL, path, "cpu.max", buf);
+}
+
 /* 1 if something was removed, 0 if the cgroup was gone already (in every hierarchy). */
 int cgroup_remove(CGroupRoot *r, const char *path) {
         bool removed = false;
@@ -831,15 +909,15 @@ static bool ratio_between(uint64_t q, uint64_t p, uint64_t q1, uint64_t p1, uint
  *     it is as valid as they are); if neither does (e.g. 10000/100000 → 30000/200000 makes 30% or
  *     5% in between), through "no quota" for a moment: quota -1, period, quota.
  */
-static int v1_write_cpu_quota(Apply *a, int64_t quota, uint64_t period) {
+static int v1_write_cpu_quota(CGroupRoot *root, const char *path, int64_t quota, uint64_t period) {
         uint64_t cur_period;
         int64_t cur_quota;
         int k;
 
-        k = read_u64(a->root, "cpu", a->path, "cpu.cfs_period_us", &cur_period);
+        k = read_u64(root, "cpu", path, "cpu.cfs_period_us", &cur_period);
         if (k < 0)
                 return k;
-        k = read_i64(a->root, "cpu", a->path, "cpu.cfs_quota_us", &cur_quota);
+        k = read_i64(root, "cpu", path, "cpu.cfs_quota_us", &cur_quota);
         if (k < 0)
                 return k;
 
@@ -855,22 +933,22 @@ static int v1_write_cpu_quota(Apply *a, int64_t quota, uint64_t period) {
                                        (uint64_t) quota, period))
                         period_first = true;
                 else {
-                        k = write_i64(a->root, "cpu", a->path, "cpu.cfs_quota_us", -1);
+                        k = write_i64(root, "cpu", path, "cpu.cfs_quota_us", -1);
                         if (k < 0)
                                 return k;
                         period_first = true;
                 }
 
                 if (!period_first) {
-                        k = write_i64(a->root, "cpu", a->path, "cpu.cfs_quota_us", quota);
+                        k = write_i64(root, "cpu", path, "cpu.cfs_quota_us", quota);
                         if (k < 0)
                                 return k;
                 }
-                k = write_u64(a->root, "cpu", a->path, "cpu.cfs_period_us", period);
+                k = write_u64(root, "cpu", path, "cpu.cfs_period_us", period);
                 if (k < 0 || !period_first)
                         return k;
         }
-        return write_i64(a->root, "cpu", a->path, "cpu.cfs_quota_us", quota);
+        return write_i64(root, "cpu", path, "cpu.cfs_quota_us", quota);
 }
 
 static int apply_cpu_quota(Apply *a, char **ret_unsupported) {
@@ -896,7 +974,7 @@ static int apply_cpu_quota(Apply *a, char **ret_unsupported) {
                                                            : s->cpu_quota_period_usec;
         quota = cgroup_cpu_quota_per_period(s->cpu_quota_per_sec_usec, period);
         /* Beyond INT64_MAX the kernel's s64 file cannot hold it: let the kernel refuse the value. */
-        return v1_write_cpu_quota(a, quota == USEC_INFINITY ? -1 : (int64_t) MIN(quota, (usec_t) INT64_MAX),
+        return v1_write_cpu_quota(a->root, a->path, quota == USEC_INFINITY ? -1 : (int64_t) MIN(quota, (usec_t) INT64_MAX),
                                   period);
 }
 

@@ -42,6 +42,19 @@ bool cgroup_root_has_controller(const CGroupRoot *r, const char *controller);
  * refuses tasks in an empty cpuset). Returns 1 if created, 0 if it existed.
  */
 int cgroup_create(CGroupRoot *r, const char *path);
+/*
+ * v2, inside a delegated subtree: creates parent/leaf, moves every process of parent into it and
+ * enables controllers (NULL-terminated names, e.g. "cpu") in parent's cgroup.subtree_control,
+ * so parent's children can be limited while parent itself holds no process. Never writes above
+ * parent. Returns 1 if it created the leaf or moved processes, 0 if there was nothing to do.
+ */
+int cgroup_make_leaf(CGroupRoot *r, const char *parent, const char *leaf, const char *const *controllers);
+/*
+ * Writes one CFS bandwidth limit: quota_usec of CPU time per period_usec (USEC_INFINITY: no
+ * limit). v2 cpu.max; v1 cpu.cfs_quota_us and cpu.cfs_period_us in the order the kernel accepts.
+ * -ERANGE for a quota below 1 ms or a period outside 1 ms..1 s.
+ */
+int cgroup_set_cpu_max(CGroupRoot *r, const char *path, usec_t quota_usec, usec_t period_usec);
 /* Removes path in every hierarchy; -EBUSY while it has processes or children. */
 int cgroup_remove(CGroupRoot *r, const char *path);
 int cgroup_exists(CGroupRoot *r, const char *path);

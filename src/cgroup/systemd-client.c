@@ -278,15 +278,15 @@ int systemd_set_unit_properties(SystemdClient *c, const char *unit, SystemdAppen
         return call_send(c, m, unit, done, userdata);
 }
 
-int systemd_attach_processes(SystemdClient *c, const char *unit, const uint32_t *pids, size_t n_pids,
-                             SystemdDoneFunc done, void *userdata) {
+int systemd_attach_processes(SystemdClient *c, const char *unit, const char *subcgroup, const uint32_t *pids,
+                             size_t n_pids, SystemdDoneFunc done, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
         r = new_manager_call(c, "AttachProcessesToUnit", &m);
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(m, "ss", unit, "");
+        r = sd_bus_message_append(m, "ss", unit, strempty(subcgroup));
         if (r < 0)
                 return r;
         r = sd_bus_message_append_array(m, 'u', pids, n_pids * sizeof(uint32_t));

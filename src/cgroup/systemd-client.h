@@ -40,9 +40,9 @@ int systemd_stop_unit(SystemdClient *c, const char *unit, SystemdDoneFunc done, 
 /* SetUnitProperties(unit, runtime=true, properties). */
 int systemd_set_unit_properties(SystemdClient *c, const char *unit, SystemdAppendFunc append, void *append_data,
                                 SystemdDoneFunc done, void *userdata);
-/* AttachProcessesToUnit(unit, "", pids). */
-int systemd_attach_processes(SystemdClient *c, const char *unit, const uint32_t *pids, size_t n_pids,
-                             SystemdDoneFunc done, void *userdata);
+/* AttachProcessesToUnit(unit, subcgroup, pids); subcgroup "" or "/leaf" below a delegated unit. */
+int systemd_attach_processes(SystemdClient *c, const char *unit, const char *subcgroup, const uint32_t *pids,
+                             size_t n_pids, SystemdDoneFunc done, void *userdata);
 
 /* Loaded units whose names match pattern (fnmatch), sorted. Synchronous. */
 int systemd_list_units(SystemdClient *c, const char *pattern, char ***ret);

@@ -120,6 +120,15 @@ int bus_verify_privileged(sd_bus_message *m, sd_bus_error *error) {
         return 0;
 }
 
+uid_t bus_sender_uid(sd_bus_message *m) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t uid = (uid_t) -1;
+
+        if (sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds) >= 0)
+                (void) sd_bus_creds_get_euid(creds, &uid);
+        return uid;
+}
+
 int bus_message_read_bitmask(sd_bus_message *m, uint8_t **mask, size_t *size) {
         const void *p;
         uint8_t *n = NULL;

@@ -35,6 +35,9 @@ int bus_verify_privileged(sd_bus_message *m, sd_bus_error *error);
  * Reads an "ay" bitmask (the AllowedCPUs= layout) into *mask, freeing what it held; an empty
  * array leaves NULL and 0.
  */
+/* The sender's effective UID, for logs; (uid_t) -1 if unknown. */
+uid_t bus_sender_uid(sd_bus_message *m);
+
 int bus_message_read_bitmask(sd_bus_message *m, uint8_t **mask, size_t *size);
 
 /* A human-readable message for a failed call: the D-Bus error's message if any, else strerror. */

@@ -23,7 +23,7 @@ static SliceManager *manager_of(void *userdata) {
         return userdata ? *(SliceManager **) userdata : NULL;
 }
 
-static int check_manager(SliceManager *sm, sd_bus_error *error) {
+int bus_slice_check_manager(SliceManager *sm, sd_bus_error *error) {
         if (!sm)
                 return sd_bus_error_set(error, TONARI_ERROR_NOT_SUPPORTED,
                                         "Slices are not available on this host; the \"slices\" entry of the Features "
@@ -66,12 +66,12 @@ static int reply_failure(sd_bus_message *m, const char *what, const char *name, 
         return sd_bus_reply_method_error(m, &e);
 }
 
-static int error_no_such_slice(sd_bus_error *error, const char *name) {
+int bus_slice_error_no_such(sd_bus_error *error, const char *name) {
         _cleanup_free_ char *e = cescape(name);
         return sd_bus_error_setf(error, TONARI_ERROR_NO_SUCH_SLICE, "No slice named '%s'.", strna(e));
 }
 
-static int read_name(sd_bus_message *m, const char **ret, sd_bus_error *error) {
+int bus_slice_read_name(sd_bus_message *m, const char **ret, sd_bus_error *error) {
         const char *name;
         int r;
 
@@ -96,10 +96,10 @@ static int begin_change(sd_bus_message *m, SliceManager *sm, const char **ret_na
         r = bus_verify_privileged(m, error);
         if (r < 0)
                 return r;
-        r = check_manager(sm, error);
+        r = bus_slice_check_manager(sm, error);
         if (r < 0)
                 return r;
-        return read_name(m, ret_name, error);
+        return bus_slice_read_name(m, ret_name, error);
 }
 
 /* The slice, if it exists and nothing else is being done to it. */
@@ -107,7 +107,7 @@ static int find_usable(SliceManager *sm, const char *name, Slice **ret, sd_bus_e
         Slice *s = sm ? slice_manager_find(sm, name) : NULL;
 
         if (!s)
-                return error_no_such_slice(error, name);
+                return bus_slice_error_no_such(error, name);
         if (s->state != SLICE_ACTIVE)
                 return sd_bus_error_setf(error, TONARI_ERROR_SLICE_BUSY,
                                          "Slice '%s' is %s; try again when that is done.", name,
@@ -290,15 +290,6 @@ static int read_settings(sd_bus_message *m, SliceManager *sm, CGroupSettings *s,
         return 0;
 }
 
-static uid_t sender_uid(sd_bus_message *m) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        uid_t uid = (uid_t) -1;
-
-        if (sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds) >= 0)
-                (void) sd_bus_creds_get_euid(creds, &uid);
-        return uid;
-}
-
 /* ---- CreateSlice */
 
 static void create_done(Slice *s, int error, const char *message, void *userdata) {
@@ -313,7 +304,7 @@ static void create_done(Slice *s, int error, const char *message, void *userdata
                 return;
         }
         s->state = SLICE_ACTIVE;
-        log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_CALLER_UID=%d", (int) sender_uid(m),
+        log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_CALLER_UID=%d", (int) bus_sender_uid(m),
                    LOG_MESSAGE("Created slice '%s' (%s, cgroup /%s).", s->name, s->manager->backend->name, s->cgroup));
         (void) sd_bus_reply_method_return(m, "o", s->object_path);
 }
@@ -374,7 +365,7 @@ static void set_done(Slice *s, int error, const char *message, void *userdata) {
                 slice_emit_changed(s, c->mask);
                 if (slice_mask_to_properties(c->mask, &names) >= 0)
                         list = strv_join(names, " ");
-                log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_CALLER_UID=%d", (int) sender_uid(c->message),
+                log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_CALLER_UID=%d", (int) bus_sender_uid(c->message),
                            LOG_MESSAGE("Changed slice '%s': %s.", s->name, strna(list)));
                 (void) sd_bus_reply_method_return(c->message, NULL);
         }
@@ -450,12 +441,12 @@ static void remove_done(Slice *s, int error, const char *message, void *userdata
         } else {
                 if (c->target)
                         log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_TARGET_SLICE=%s", c->target->name,
-                                   "TONARI_CALLER_UID=%d", (int) sender_uid(c->message),
+                                   "TONARI_CALLER_UID=%d", (int) bus_sender_uid(c->message),
                                    LOG_MESSAGE("Removed slice '%s'; its %zu process(es) moved to slice '%s'.", s->name,
                                                c->n_moved, c->target->name));
                 else
                         log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_CALLER_UID=%d",
-                                   (int) sender_uid(c->message), LOG_MESSAGE("Removed slice '%s'.", s->name));
+                                   (int) bus_sender_uid(c->message), LOG_MESSAGE("Removed slice '%s'.", s->name));
                 (void) sd_bus_reply_method_return(c->message, NULL);
                 slice_free(s);
         }
@@ -563,7 +554,7 @@ static void attach_done(Slice *s, int error, const char *message, void *userdata
         if (error < 0)
                 (void) reply_failure(c->message, "attach processes to", s->name, error, message);
         else {
-                log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_CALLER_UID=%d", (int) sender_uid(c->message),
+                log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_CALLER_UID=%d", (int) bus_sender_uid(c->message),
                            LOG_MESSAGE("Attached %zu process(es) to slice '%s'.", c->n_pids, s->name));
                 (void) sd_bus_reply_method_return(c->message, NULL);
         }
@@ -638,12 +629,12 @@ int bus_slice_method_get(sd_bus_message *m, void *userdata, sd_bus_error *error)
         Slice *s;
         int r;
 
-        r = read_name(m, &name, error);
+        r = bus_slice_read_name(m, &name, error);
         if (r < 0)
                 return r;
         s = sm ? slice_manager_find(sm, name) : NULL;
         if (!s || s->state == SLICE_CREATING)
-                return error_no_such_slice(error, name);
+                return bus_slice_error_no_such(error, name);
         return sd_bus_reply_method_return(m, "o", s->object_path);
 }
 

@@ -214,7 +214,13 @@ static int systemd_attach(Slice *s, const uint32_t *pids, size_t n_pids, SliceDo
                 return -ENOMEM;
         }
         op->n_pids = n_pids;
-        r = systemd_attach_processes(s->manager->systemd, s->scope, pids, n_pids, attach_done, op);
+        /* Once borrowing has split the scope (slice_cpu_limit_cgroup()), its processes live in the
+         * leaf, and the scope itself can take none. */
+        r = slice_scope_leaf_exists(s);
+        if (r < 0)
+                r = 0;
+        r = systemd_attach_processes(s->manager->systemd, s->scope, r > 0 ? "/" SLICE_SCOPE_LEAF : "", pids, n_pids,
+                                     attach_done, op);
         if (r < 0)
                 op_free(op);
         return r;

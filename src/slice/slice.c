@@ -147,7 +147,7 @@ int slice_new(SliceManager *m, const char *name, Slice **ret) {
         s = new0(Slice, 1);
         if (!s)
                 return -ENOMEM;
-        *s = (Slice){ .manager = m, .state = SLICE_CREATING, .settings = CGROUP_SETTINGS_INIT };
+        *s = (Slice){ .manager = m, .state = SLICE_CREATING, .settings = CGROUP_SETTINGS_INIT, .id = ++m->last_id };
         s->name = strdup(name);
         if (!s->name) {
                 slice_free(s);
@@ -251,4 +251,66 @@ void slice_emit_changed(Slice *s, CGroupSettingMask mask) {
         if (slice_mask_to_properties(mask, &names) < 0)
                 return (void) log_oom();
         (void) sd_bus_emit_properties_changed_strv(s->manager->bus, s->object_path, "org.tonari.Slice1", names);
+}
+
+static int scope_cgroup(Slice *s, char **ret) {
+        char *p;
+
+        if (!s->scope || !s->cgroup)
+                return -ENODATA;
+        p = strjoin(s->cgroup, "/", s->scope);
+        if (!p)
+                return -ENOMEM;
+        *ret = p;
+        return 0;
+}
+
+int slice_scope_leaf_exists(Slice *s) {
+        _cleanup_free_ char *scope = NULL, *leaf = NULL;
+        int r;
+
+        if (!s->scope)
+                return 0;
+        r = scope_cgroup(s, &scope);
+        if (r < 0)
+                return r;
+        leaf = strjoin(scope, "/" SLICE_SCOPE_LEAF);
+        if (!leaf)
+                return -ENOMEM;
+        return cgroup_exists(s->manager->cgroup_root, leaf);
+}
+
+int slice_cpu_limit_cgroup(Slice *s, bool *ret_own, char **ret) {
+        static const char *const controllers[] = { "cpu", NULL };
+        _cleanup_free_ char *scope = NULL, *leaf = NULL;
+        int r;
+
+        if (!s->cgroup)
+                return -ENODATA;
+        if (!s->scope) {
+                char *p = strdup(s->cgroup);
+                if (!p)
+                        return -ENOMEM;
+                *ret_own = true;
+                *ret = p;
+                return 0;
+        }
+
+        r = scope_cgroup(s, &scope);
+        if (r < 0)
+                return r;
+        r = cgroup_exists(s->manager->cgroup_root, scope);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        r = cgroup_make_leaf(s->manager->cgroup_root, scope, SLICE_SCOPE_LEAF, controllers);
+        if (r < 0)
+                return r;
+        leaf = strjoin(scope, "/" SLICE_SCOPE_LEAF);
+        if (!leaf)
+                return -ENOMEM;
+        *ret_own = false;
+        *ret = TAKE_PTR(leaf);
+        return 0;
 }

@@ -45,6 +45,7 @@ struct Slice {
         char *cgroup; /* below the cgroup root, without leading '/': "tonari.slice/tonari-web.slice" */
         SliceState state;
         CGroupSettings settings;
+        uint64_t id; /* unique in this daemon's lifetime: a re-created name is a different slice */
 };
 
 /* error: 0, or negative errno with message (may be NULL) explaining it. */
@@ -70,6 +71,7 @@ struct SliceManager {
         CGroupRoot *cgroup_root;  /* usage (both backends), and everything for cgroupfs */
         SystemdClient *systemd;   /* systemd backend only */
         Slice *slices;
+        uint64_t last_id;
         uint8_t *online_cpus;     /* for validating AllowedCPUs= */
         size_t online_cpus_size;
         uint8_t *online_nodes;    /* for validating AllowedMemoryNodes= */
@@ -104,6 +106,26 @@ Slice *slice_free(Slice *s); /* unlinks it from its manager */
 int slice_read_usage(Slice *s, CGroupUsage *ret);
 /* All processes in the slice and below (e.g. its scope). */
 int slice_get_pids(Slice *s, pid_t **ret, size_t *ret_n);
+
+/*
+ * The leaf inside a systemd slice's delegated scope that holds its processes once tonari limits
+ * them itself (CPU borrowing): tonari-web.scope/tenant. systemd owns the scope's own attributes,
+ * the delegatee owns everything below it.
+ */
+#define SLICE_SCOPE_LEAF "tenant"
+
+/* 1 if the slice's scope has been split into SLICE_SCOPE_LEAF, 0 if not (or no scope). */
+int slice_scope_leaf_exists(Slice *s);
+
+/*
+ * The cgroup where tonari may write a CPU limit that applies to all of the slice's processes and
+ * to nothing else, without touching the slice's configured settings. cgroupfs: the slice's own
+ * cgroup (tonari owns the tree; *ret_own = true: the configured CPUQuota= lives in the same file
+ * and must be written back when the limit ends). systemd: the scope's leaf, created on first use
+ * with the scope's processes moved into it (*ret_own = false). -ENOENT: the slice has no scope,
+ * i.e. no processes, at the moment.
+ */
+int slice_cpu_limit_cgroup(Slice *s, bool *ret_own, char **ret);
 
 /* Announces changed settings on the bus. */
 void slice_emit_changed(Slice *s, CGroupSettingMask mask);
