@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <ini.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,9 +14,11 @@
 #include "conf-parser.h"
 #include "fd-util.h"
 #include "log.h"
+#include "parse-util.h"
 #include "path-util.h"
 #include "string-util.h"
 #include "strv.h"
+#include "time-util.h"
 
 typedef struct ParseState {
         const char *path;
@@ -214,4 +219,78 @@ int config_parse_path(const char *file, unsigned line, const char *section, cons
         }
         strcpy(path, value); /* path_is_normalized_absolute() guarantees it fits in PATH_MAX */
         return 0;
+}
+
+int config_parse_sec(const char *file, unsigned line, const char *section, const char *key, const char *value,
+                     void *data) {
+        usec_t *u = data, v;
+
+        (void) section;
+        if (parse_sec(value, &v) < 0 || v == USEC_INFINITY) {
+                _cleanup_free_ char *e = cescape(value);
+                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected a time span such as 1ms or 10s.",
+                                       file, line, key, strna(e));
+        }
+        *u = v;
+        return 0;
+}
+
+static int resolve_id(const char *word, bool group, uint32_t *ret) {
+        char buf[4096];
+        uint32_t id;
+
+        if (safe_atou32(word, &id) >= 0) {
+                if (id == UINT32_MAX) /* (uid_t) -1: "nobody in particular" */
+                        return -EINVAL;
+        } else if (!group) {
+                struct passwd pw, *res = NULL;
+
+                if (getpwnam_r(word, &pw, buf, sizeof(buf), &res) != 0 || !res)
+                        return -ENOENT;
+                id = res->pw_uid;
+        } else {
+                struct group gr, *res = NULL;
+
+                if (getgrnam_r(word, &gr, buf, sizeof(buf), &res) != 0 || !res)
+                        return -ENOENT;
+                id = res->gr_gid;
+        }
+        *ret = id;
+        return 0;
+}
+
+static int parse_id_list(const char *file, unsigned line, const char *key, const char *value, bool group,
+                         ConfigIdList *list) {
+        _cleanup_strv_free_ char **words = NULL;
+        int r;
+
+        r = strv_split(value, " \t", &words);
+        if (r < 0)
+                return log_oom();
+        STRV_FOREACH(w, words) {
+                uint32_t id;
+
+                if (resolve_id(*w, group, &id) < 0) {
+                        _cleanup_free_ char *e = cescape(*w);
+                        return log_error_errno(EINVAL, "%s:%u: Invalid %s= entry '%s': no such %s.", file, line, key,
+                                               strna(e), group ? "group" : "user");
+                }
+                if (list->n >= CONFIG_ID_LIST_MAX)
+                        return log_error_errno(E2BIG, "%s:%u: %s= lists more than %u entries.", file, line, key,
+                                               CONFIG_ID_LIST_MAX);
+                list->ids[list->n++] = id;
+        }
+        return 0;
+}
+
+int config_parse_user_list(const char *file, unsigned line, const char *section, const char *key,
+                           const char *value, void *data) {
+        (void) section;
+        return parse_id_list(file, line, key, value, false, data);
+}
+
+int config_parse_group_list(const char *file, unsigned line, const char *section, const char *key,
+                            const char *value, void *data) {
+        (void) section;
+        return parse_id_list(file, line, key, value, true, data);
 }

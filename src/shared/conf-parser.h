@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "alloc-util.h"
 #include "log.h"
@@ -68,6 +69,13 @@ int config_parse_file(const char *path, const ConfigItem *table, void *base, con
                 return 0;                                                                              \
         }
 
+/* A list of user or group IDs in a configuration value field (no owned memory, see above). */
+#define CONFIG_ID_LIST_MAX 64
+typedef struct ConfigIdList {
+        size_t n;
+        uint32_t ids[CONFIG_ID_LIST_MAX];
+} ConfigIdList;
+
 /* Value parsers for ConfigItem.parse. */
 int config_parse_log_level(const char *file, unsigned line, const char *section, const char *key,
                            const char *value, void *data); /* int, syslog level */
@@ -75,3 +83,11 @@ int config_parse_log_target(const char *file, unsigned line, const char *section
                             const char *value, void *data); /* LogTarget */
 int config_parse_path(const char *file, unsigned line, const char *section, const char *key, const char *value,
                       void *data); /* char[PATH_MAX], absolute and normalized */
+int config_parse_sec(const char *file, unsigned line, const char *section, const char *key, const char *value,
+                     void *data); /* usec_t, a time span ("100ms", "2s"); "infinity" is refused */
+/* Space-separated user (group) names or numeric IDs, resolved when read; each assignment adds to
+ * the list, an empty one clears it. An unknown name is an error. */
+int config_parse_user_list(const char *file, unsigned line, const char *section, const char *key,
+                           const char *value, void *data); /* ConfigIdList */
+int config_parse_group_list(const char *file, unsigned line, const char *section, const char *key,
+                            const char *value, void *data); /* ConfigIdList */
