@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+
+#include "borrow-ledger.h"
+
+static uint64_t add_saturating(uint64_t a, uint64_t b) {
+        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+int borrow_policy_validate(const BorrowPolicy *p) {
+        if (p->floor_usec < BORROW_FLOOR_MIN_USEC || p->floor_usec > p->max_debt_usec)
+                return -EINVAL;
+        return 0;
+}
+
+int borrow_account_charge(BorrowAccount *a, const BorrowPolicy *p, usec_t usec, usec_t *ret_added) {
+        usec_t room, added;
+
+        if (usec == 0)
+                return -EINVAL;
+        if (usec > BORROW_CHARGE_MAX_USEC)
+                return -ERANGE;
+
+        room = a->debt_usec < p->max_debt_usec ? p->max_debt_usec - a->debt_usec : 0;
+        added = MIN(usec, room);
+        a->debt_usec += added;
+        a->borrowed_usec = add_saturating(a->borrowed_usec, usec);
+        a->forgiven_usec = add_saturating(a->forgiven_usec, usec - added);
+        if (ret_added)
+                *ret_added = added;
+        return 0;
+}
+
+usec_t borrow_account_period(BorrowAccount *a, const BorrowPolicy *p, usec_t quota_usec) {
+        usec_t effective, paid;
+
+        if (a->debt_usec == 0 || quota_usec == 0)
+                return quota_usec;
+
+        if (p->floor_usec >= quota_usec) {
+                /* Nothing can be taken away: the debt is written off rather than carried on
+                 * forever. */
+                a->forgiven_usec = add_saturating(a->forgiven_usec, a->debt_usec);
+                a->debt_usec = 0;
+                return quota_usec;
+        }
+
+        if (a->debt_usec >= quota_usec) {
+                effective = p->floor_usec;
+                paid = quota_usec;
+        } else {
+                effective = MAX(quota_usec - a->debt_usec, p->floor_usec);
+                paid = a->debt_usec;
+        }
+        a->debt_usec -= paid;
+        a->repaid_usec = add_saturating(a->repaid_usec, quota_usec - effective);
+        a->forgiven_usec = add_saturating(a->forgiven_usec, paid - (quota_usec - effective));
+        a->periods_shortened = add_saturating(a->periods_shortened, 1);
+        return effective;
+}
+
+usec_t borrow_capacity_usec(usec_t period_usec, unsigned n_cpus) {
+        if (n_cpus == 0)
+                n_cpus = 1;
+        if (period_usec > UINT64_MAX / n_cpus)
+                return UINT64_MAX;
+        return period_usec * n_cpus;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "borrow-ledger.h"
+#include "path-util.h"
+
+/*
+ * The borrowing state file, pure: one line per target or proxy,
+ *
+ *   target NAME debt=U borrowed=U repaid=U forgiven=U shortened=N [limit=U period=U own=0|1 conf=U confperiod=U]
+ *   proxy ID TARGET pid=PID start=TICKS last=U charged=U
+ *   proxy ID TARGET cgroup=PATH last=U charged=U
+ *
+ * (U: microseconds; "inf" for USEC_INFINITY). Names are slice names, cgroup paths have no
+ * whitespace (AddProxy() refuses such paths), so fields split on spaces. Lines starting with '#'
+ * are comments; the first line names the format version.
+ */
+
+#define BORROW_STATE_HEADER "# tonari borrow state 1"
+
+typedef enum BorrowStateKind {
+        BORROW_STATE_TARGET,
+        BORROW_STATE_PROXY,
+} BorrowStateKind;
+
+typedef struct BorrowStateEntry {
+        BorrowStateKind kind;
+        char name[NAME_MAX_LEN + 1]; /* target: the slice; proxy: the slice it works for */
+        /* target */
+        BorrowAccount account;
+        usec_t limit_usec; /* USEC_INFINITY: no limit in force */
+        usec_t period_usec;
+        bool limit_own;
+        usec_t configured_per_sec_usec;
+        usec_t configured_period_usec;
+        /* proxy */
+        uint32_t id;
+        pid_t pid;
+        uint64_t start_time_ticks;
+        char *cgroup; /* owned */
+        usec_t last_usec;
+        uint64_t charged_usec;
+} BorrowStateEntry;
+
+#define BORROW_STATE_ENTRY_INIT                                                                        \
+        ((BorrowStateEntry){ .limit_usec = USEC_INFINITY,                                              \
+                             .configured_per_sec_usec = USEC_INFINITY,                                 \
+                             .configured_period_usec = USEC_INFINITY })
+
+void borrow_state_entry_done(BorrowStateEntry *e);
+
+/* One line, without the newline. */
+int borrow_state_format(const BorrowStateEntry *e, char **ret);
+/* -EBADMSG for anything malformed (unknown kind or key, bad number, invalid name or path). */
+int borrow_state_parse(const char *line, BorrowStateEntry *ret);
