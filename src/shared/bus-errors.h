@@ -8,3 +8,5 @@
 #define TONARI_ERROR_NOT_SUPPORTED "org.tonari.Error.NotSupported"
 #define TONARI_ERROR_NO_SUCH_PROCESS "org.tonari.Error.NoSuchProcess"
 #define TONARI_ERROR_JOB_FAILED "org.tonari.Error.JobFailed"
+#define TONARI_ERROR_NO_SUCH_PROXY "org.tonari.Error.NoSuchProxy"
+#define TONARI_ERROR_PROXY_EXISTS "org.tonari.Error.ProxyExists"

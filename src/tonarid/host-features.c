@@ -20,6 +20,7 @@ static const char *const feature_table[_FEATURE_MAX] = {
         [FEATURE_SYSTEMD] = "systemd",     [FEATURE_CGROUP_V2] = "cgroup-v2", [FEATURE_CGROUP_V1] = "cgroup-v1",
         [FEATURE_NUMA] = "numa",           [FEATURE_PAGE_IDLE] = "page-idle", [FEATURE_PSI] = "psi",
         [FEATURE_SLICES] = "slices",
+        [FEATURE_CPU_BORROWING] = "cpu-borrowing",
 };
 
 const char *feature_to_string(FeatureId id) {
@@ -147,6 +148,8 @@ int features_detect(const char *root, Features *ret) {
 
         /* Known once the manager has chosen a backend. */
         r = features_set(&f, FEATURE_SLICES, false, "not set up yet");
+        if (r >= 0)
+                r = features_set(&f, FEATURE_CPU_BORROWING, false, "not set up yet");
         if (r < 0)
                 goto fail;
 

@@ -17,6 +17,7 @@ typedef enum FeatureId {
         FEATURE_PAGE_IDLE, /* idle page tracking, for referenced-first migration */
         FEATURE_PSI,       /* pressure stall information */
         FEATURE_SLICES,    /* tonari's slices, and which backend realizes them (set by the manager) */
+        FEATURE_CPU_BORROWING, /* charging helpers' CPU time to slices, and how it is enforced */
         _FEATURE_MAX,
 } FeatureId;
 

@@ -117,12 +117,14 @@ static int do_introspect(const char *path) {
         int r;
 
         /* One document with every interface the service org.tonari.Manager1 implements: the manager
-         * object's, plus the slice objects' interface. */
+         * object's, plus the slice objects' interfaces. */
         r = bus_introspect(add_objects_for_introspection, NULL, TONARI_MANAGER_PATH, &xml);
         if (r >= 0)
                 r = bus_introspect(add_objects_for_introspection, NULL, SLICE_OBJECT_PREFIX "/example", &slice_xml);
         if (r >= 0)
                 r = bus_introspect_add_interface(&xml, slice_xml, "org.tonari.Slice1");
+        if (r >= 0)
+                r = bus_introspect_add_interface(&xml, slice_xml, "org.tonari.Borrowing1");
         if (r < 0)
                 return log_error_errno(r, "Failed to generate introspection data: %m");
 

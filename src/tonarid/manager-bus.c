@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "alloc-util.h"
+#include "borrow-bus.h"
 #include "bus-util.h"
 #include "log.h"
 #include "manager-bus.h"
@@ -117,6 +118,19 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
                                   (uint32_t) (m->slices ? slice_manager_count(m->slices) : 0));
         if (r < 0)
                 return r;
+        /* What enforcing borrowing costs: time in period ticks and proxy samples, cgroup writes. */
+        r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}", "BorrowProxies", "u",
+                                  (uint32_t) ({
+                                          uint32_t n = 0;
+                                          for (BorrowProxy *p = m->borrow ? m->borrow->proxies : NULL; p; p = p->next)
+                                                  n++;
+                                          n;
+                                  }),
+                                  "BorrowWorkUSec", "t", m->borrow ? m->borrow->work_usec : 0, "BorrowTicks", "t",
+                                  m->borrow ? m->borrow->n_ticks : 0, "BorrowCgroupWrites", "t",
+                                  m->borrow ? m->borrow->n_writes : 0);
+        if (r < 0)
+                return r;
         r = append_status_entry(reply, "ConfigFiles", "as", append_config_files, m);
         if (r < 0)
                 return r;
@@ -208,6 +222,25 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS_OFFSET("AttachProcesses", SD_BUS_ARGS("s", name, "au", pids), SD_BUS_NO_RESULT,
                                        bus_slice_method_attach, offsetof(Manager, slices), SD_BUS_VTABLE_UNPRIVILEGED),
 
+        /* CPU borrowing (borrow-bus.c), handlers get &Manager.borrow. ChargeCPU is open in the
+         * D-Bus policy and decided in code (root, or [Borrow] AllowUsers=/AllowGroups=); AddProxy
+         * and RemoveProxy are root-only; the lists are read-only. */
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("ChargeCPU", SD_BUS_ARGS("s", slice, "t", usec), SD_BUS_NO_RESULT,
+                                       bus_borrow_method_charge_cpu, offsetof(Manager, borrow),
+                                       SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("AddProxy", SD_BUS_ARGS("s", slice, "u", pid, "s", cgroup),
+                                       SD_BUS_RESULT("u", id), bus_borrow_method_add_proxy, offsetof(Manager, borrow),
+                                       SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("RemoveProxy", SD_BUS_ARGS("u", id), SD_BUS_NO_RESULT,
+                                       bus_borrow_method_remove_proxy, offsetof(Manager, borrow),
+                                       SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("ListProxies", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(usustt)", proxies),
+                                       bus_borrow_method_list_proxies, offsetof(Manager, borrow),
+                                       SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("ListBorrowing", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sttttttt)", slices),
+                                       bus_borrow_method_list_borrowing, offsetof(Manager, borrow),
+                                       SD_BUS_VTABLE_UNPRIVILEGED),
+
         /* Mutating methods: root only, enforced by the D-Bus policy and again in the handler by
          * bus_verify_privileged(). The UNPRIVILEGED flag only switches off sd-bus's own implicit
          * CAP_SYS_ADMIN test, so that exactly one check in code decides, and says why. */
@@ -223,5 +256,8 @@ int manager_bus_add_objects(sd_bus *bus, Manager *m) {
         r = sd_bus_add_object_vtable(bus, NULL, TONARI_MANAGER_PATH, TONARI_MANAGER_INTERFACE, manager_vtable, m);
         if (r < 0)
                 return r;
-        return bus_slice_add_objects(bus, m ? &m->slices : NULL);
+        r = bus_slice_add_objects(bus, m ? &m->slices : NULL);
+        if (r < 0)
+                return r;
+        return bus_borrow_add_objects(bus, m ? &m->borrow : NULL);
 }

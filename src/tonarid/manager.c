@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -54,6 +57,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
 
+        borrow_manager_free(m->borrow); /* first: it lifts its limits through the slices */
         slice_manager_free(m->slices);
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
@@ -111,15 +115,29 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         return sd_event_exit(m->event, 0);
 }
 
+static void borrow_settings(const Manager *m, char *state_file, size_t size, BorrowSettings *ret) {
+        (void) snprintf(state_file, size, "%s/borrow.state", m->config.runtime_directory);
+        *ret = (BorrowSettings){
+                .policy = { .floor_usec = m->config.borrow_min_quota_usec,
+                            .max_debt_usec = m->config.borrow_max_debt_usec },
+                .state_file = state_file,
+                .allow_uids = m->config.borrow_allow_users.ids,
+                .n_allow_uids = m->config.borrow_allow_users.n,
+                .allow_gids = m->config.borrow_allow_groups.ids,
+                .n_allow_gids = m->config.borrow_allow_groups.n,
+        };
+}
+
 static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         SliceBackendType old_backend = m->config.slice_backend;
-        char old_root[sizeof(m->config.slice_cgroup_root)];
+        char old_root[sizeof(m->config.slice_cgroup_root)], old_runtime[sizeof(m->config.runtime_directory)];
         int r;
 
         (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading configuration...");
         manager_set_state(m, MANAGER_RELOADING);
         strcpy(old_root, m->config.slice_cgroup_root);
+        strcpy(old_runtime, m->config.runtime_directory);
 
         r = manager_load_config(m);
         if (r < 0)
@@ -130,6 +148,17 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
                         log_warning("[Slices] Backend= and CgroupRoot= take effect at the next start of tonarid.");
                         m->config.slice_backend = old_backend;
                         strcpy(m->config.slice_cgroup_root, old_root);
+                }
+                if (!streq(m->config.runtime_directory, old_runtime)) {
+                        log_warning("[Manager] RuntimeDirectory= takes effect at the next start of tonarid.");
+                        strcpy(m->config.runtime_directory, old_runtime);
+                }
+                if (m->borrow) {
+                        char state_file[PATH_MAX + 32];
+                        BorrowSettings settings;
+
+                        borrow_settings(m, state_file, sizeof(state_file), &settings);
+                        (void) borrow_manager_configure(m->borrow, &settings);
                 }
                 log_info("Reloaded configuration from '%s'.", m->config_path);
                 if (m->bus)
@@ -230,6 +259,29 @@ static int manager_start_slices(Manager *m) {
                             cgroup_root_dir(m->slices->cgroup_root), SLICE_CGROUPFS_PARENT);
 }
 
+/* Borrowing needs slices; its debt and proxies come back from the state file. */
+static int manager_start_borrowing(Manager *m) {
+        char state_file[PATH_MAX + 32];
+        BorrowSettings settings;
+        int r;
+
+        if (!m->slices)
+                return features_set(&m->features, FEATURE_CPU_BORROWING, false, "needs slices");
+
+        r = mkdir(m->config.runtime_directory, 0755);
+        if (r < 0 && errno != EEXIST)
+                log_warning_errno(errno, "Failed to create '%s', borrowing state will not survive a restart: %m",
+                                  m->config.runtime_directory);
+        borrow_settings(m, state_file, sizeof(state_file), &settings);
+        r = borrow_manager_new(m->event, m->slices, &settings, &m->borrow);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up CPU borrowing: %m");
+        return features_set(&m->features, FEATURE_CPU_BORROWING, true,
+                            "enforced by tonarid in userspace on %s (no cpu.cfs_borrowing_us in this kernel)",
+                            m->slices->backend == &slice_backend_systemd ? "the delegated scopes of the slices"
+                                                                         : "the slice cgroups");
+}
+
 static int manager_connect_bus(Manager *m) {
         int r;
 
@@ -247,6 +299,9 @@ static int manager_connect_bus(Manager *m) {
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
 
         r = manager_start_slices(m);
+        if (r < 0)
+                return r;
+        r = manager_start_borrowing(m);
         if (r < 0)
                 return r;
 

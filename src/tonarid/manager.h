@@ -4,6 +4,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "borrow.h"
 #include "host-features.h"
 #include "slice.h"
 #include "time-util.h"
@@ -33,6 +34,7 @@ typedef struct Manager {
 
         Features features;
         SliceManager *slices;
+        BorrowManager *borrow; /* with slices only */
         ManagerState state;
         usec_t start_realtime_usec;
         usec_t start_monotonic_usec;

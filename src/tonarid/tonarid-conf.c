@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 
 #include "alloc-util.h"
@@ -15,8 +16,13 @@ static DEFINE_CONFIG_PARSE_ENUM(config_parse_slice_backend, SliceBackendType, sl
 static const ConfigItem manager_config_table[] = {
         CONFIG_ITEM("Manager", "LogLevel", config_parse_log_level, ManagerConfig, log_level),
         CONFIG_ITEM("Manager", "LogTarget", config_parse_log_target, ManagerConfig, log_target),
+        CONFIG_ITEM("Manager", "RuntimeDirectory", config_parse_path, ManagerConfig, runtime_directory),
         CONFIG_ITEM("Slices", "Backend", config_parse_slice_backend, ManagerConfig, slice_backend),
         CONFIG_ITEM("Slices", "CgroupRoot", config_parse_path, ManagerConfig, slice_cgroup_root),
+        CONFIG_ITEM("Borrow", "MinQuotaSec", config_parse_sec, ManagerConfig, borrow_min_quota_usec),
+        CONFIG_ITEM("Borrow", "MaxDebtSec", config_parse_sec, ManagerConfig, borrow_max_debt_usec),
+        CONFIG_ITEM("Borrow", "AllowUsers", config_parse_user_list, ManagerConfig, borrow_allow_users),
+        CONFIG_ITEM("Borrow", "AllowGroups", config_parse_group_list, ManagerConfig, borrow_allow_groups),
         {},
 };
 
@@ -30,21 +36,48 @@ int manager_config_load(const char *path, ManagerConfig *ret, char ***ret_files)
         if (r < 0)
                 return r;
 
+        if (c.borrow_min_quota_usec < BORROW_FLOOR_MIN_USEC || c.borrow_max_debt_usec < c.borrow_min_quota_usec) {
+                char a[FORMAT_TIMESPAN_MAX], b[FORMAT_TIMESPAN_MAX];
+                return log_error_errno(EINVAL,
+                                       "%s: [Borrow] MinQuotaSec=%s and MaxDebtSec=%s: expected MinQuotaSec= of at "
+                                       "least 1ms (the kernel's smallest quota) and MaxDebtSec= no smaller.",
+                                       path, format_timespan(a, sizeof(a), c.borrow_min_quota_usec, 1),
+                                       format_timespan(b, sizeof(b), c.borrow_max_debt_usec, 1));
+        }
+
         *ret = c;
         if (ret_files)
                 *ret_files = TAKE_PTR(files);
         return 0;
 }
 
+static void dump_ids(FILE *f, const char *key, const ConfigIdList *l) {
+        fprintf(f, "%s=", key);
+        for (size_t i = 0; i < l->n; i++)
+                fprintf(f, "%s%" PRIu32, i > 0 ? " " : "", l->ids[i]);
+        fputc('\n', f);
+}
+
 void manager_config_dump(const ManagerConfig *c, FILE *f) {
+        char a[FORMAT_TIMESPAN_MAX], b[FORMAT_TIMESPAN_MAX];
+
         fprintf(f,
                 "[Manager]\n"
                 "LogLevel=%s\n"
                 "LogTarget=%s\n"
+                "RuntimeDirectory=%s\n"
                 "\n"
                 "[Slices]\n"
                 "Backend=%s\n"
-                "CgroupRoot=%s\n",
-                log_level_to_string(c->log_level), log_target_to_string(c->log_target),
-                slice_backend_type_to_string(c->slice_backend), c->slice_cgroup_root);
+                "CgroupRoot=%s\n"
+                "\n"
+                "[Borrow]\n"
+                "MinQuotaSec=%s\n"
+                "MaxDebtSec=%s\n",
+                log_level_to_string(c->log_level), log_target_to_string(c->log_target), c->runtime_directory,
+                slice_backend_type_to_string(c->slice_backend), c->slice_cgroup_root,
+                format_timespan(a, sizeof(a), c->borrow_min_quota_usec, 1),
+                format_timespan(b, sizeof(b), c->borrow_max_debt_usec, 1));
+        dump_ids(f, "AllowUsers", &c->borrow_allow_users);
+        dump_ids(f, "AllowGroups", &c->borrow_allow_groups);
 }

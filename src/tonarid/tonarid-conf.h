@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <syslog.h>
 
+#include "borrow-ledger.h"
+#include "conf-parser.h"
 #include "log.h"
 #include "slice.h"
 
@@ -16,20 +18,31 @@
 typedef struct ManagerConfig {
         int log_level;                      /* [Manager] LogLevel=, syslog priority */
         LogTarget log_target;               /* [Manager] LogTarget= */
+        char runtime_directory[PATH_MAX];   /* [Manager] RuntimeDirectory=, state kept across restarts */
         SliceBackendType slice_backend;     /* [Slices] Backend= */
         char slice_cgroup_root[PATH_MAX];   /* [Slices] CgroupRoot=, for the cgroupfs backend */
+        usec_t borrow_min_quota_usec;       /* [Borrow] MinQuotaSec= */
+        usec_t borrow_max_debt_usec;        /* [Borrow] MaxDebtSec= */
+        ConfigIdList borrow_allow_users;    /* [Borrow] AllowUsers= */
+        ConfigIdList borrow_allow_groups;   /* [Borrow] AllowGroups= */
 } ManagerConfig;
 
 /*
  * LogLevel=info: every action on a tenant is logged at info (see STYLE); debug is for developers.
  * Backend=auto: systemd where it manages the tree, cgroupfs elsewhere. CgroupRoot=/sys/fs/cgroup:
- * where the kernel mounts cgroups.
+ * where the kernel mounts cgroups. RuntimeDirectory=/run/tonari: what systemd's RuntimeDirectory=
+ * gives the unit (kept across restarts by RuntimeDirectoryPreserve=yes, gone at reboot, as is
+ * the debt it holds). MinQuotaSec=1ms: the smallest CFS quota the kernel takes. MaxDebtSec=10s:
+ * see BORROW_MAX_DEBT_DEFAULT_USEC. AllowUsers=/AllowGroups= empty: only root charges.
  */
 #define MANAGER_CONFIG_DEFAULTS                                                                        \
         ((ManagerConfig){ .log_level = LOG_INFO,                                                       \
                           .log_target = LOG_TARGET_AUTO,                                               \
+                          .runtime_directory = "/run/tonari",                                          \
                           .slice_backend = SLICE_BACKEND_AUTO,                                         \
-                          .slice_cgroup_root = "/sys/fs/cgroup" })
+                          .slice_cgroup_root = "/sys/fs/cgroup",                                       \
+                          .borrow_min_quota_usec = BORROW_FLOOR_DEFAULT_USEC,                          \
+                          .borrow_max_debt_usec = BORROW_MAX_DEBT_DEFAULT_USEC })
 
 /*
  * Loads path and the *.conf files in path.d/ over the defaults. On failure *ret is untouched and the error has

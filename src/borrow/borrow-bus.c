@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "alloc-util.h"
+#include "borrow-bus.h"
+#include "bus-errors.h"
+#include "bus-util.h"
+#include "log.h"
+#include "slice-bus.h"
+#include "slice-util.h"
+#include "string-util.h"
+
+#define BORROWING_INTERFACE "org.tonari.Borrowing1"
+
+static BorrowManager *manager_of(void *userdata) {
+        return userdata ? *(BorrowManager **) userdata : NULL;
+}
+
+static int check_manager(BorrowManager *bm, sd_bus_error *error) {
+        return bus_slice_check_manager(bm ? bm->slices : NULL, error);
+}
+
+/* Reads a slice name and finds the slice. */
+static int read_slice(sd_bus_message *m, BorrowManager *bm, Slice **ret, sd_bus_error *error) {
+        const char *name;
+        Slice *s;
+        int r;
+
+        r = bus_slice_read_name(m, &name, error);
+        if (r < 0)
+                return r;
+        s = slice_manager_find(bm->slices, name);
+        if (!s || s->state == SLICE_CREATING)
+                return bus_slice_error_no_such(error, name);
+        *ret = s;
+        return 0;
+}
+
+static bool id_listed(const uint32_t *ids, size_t n, uint32_t id) {
+        for (size_t i = 0; i < n; i++)
+                if (ids[i] == id)
+                        return true;
+        return false;
+}
+
+/* Root, or a user or group tonarid.conf allows to charge. */
+static int verify_charger(sd_bus_message *m, BorrowManager *bm, pid_t *ret_pid, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        const gid_t *gids = NULL;
+        uid_t uid = (uid_t) -1;
+        gid_t gid = (gid_t) -1;
+        pid_t pid = 0;
+        int r, n;
+
+        r = sd_bus_query_sender_creds(m,
+                                      SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS |
+                                              SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT,
+                                      &creds);
+        if (r < 0)
+                return r;
+        (void) sd_bus_creds_get_pid(creds, &pid);
+        *ret_pid = pid;
+        if (sd_bus_creds_get_euid(creds, &uid) >= 0 && (uid == 0 || id_listed(bm->allow_uids, bm->n_allow_uids, uid)))
+                return 0;
+        if (bm->n_allow_gids > 0) {
+                if (sd_bus_creds_get_egid(creds, &gid) >= 0 && id_listed(bm->allow_gids, bm->n_allow_gids, gid))
+                        return 0;
+                n = sd_bus_creds_get_supplementary_gids(creds, &gids);
+                for (int i = 0; i < n; i++)
+                        if (id_listed(bm->allow_gids, bm->n_allow_gids, gids[i]))
+                                return 0;
+        }
+        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                 "Access denied: ChargeCPU() is for root and for the users and groups that "
+                                 "tonarid.conf's [Borrow] AllowUsers= and AllowGroups= list (caller UID %d).",
+                                 (int) uid);
+}
+
+/* ---- ChargeCPU */
+
+int bus_borrow_method_charge_cpu(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BorrowManager *bm = manager_of(userdata);
+        uint64_t usec;
+        pid_t pid = 0;
+        Slice *s;
+        int r;
+
+        r = check_manager(bm, error);
+        if (r < 0)
+                return r;
+        r = verify_charger(m, bm, &pid, error);
+        if (r < 0)
+                return r;
+        r = read_slice(m, bm, &s, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(m, "t", &usec);
+        if (r < 0)
+                return r;
+        if (usec == 0 || usec > BORROW_CHARGE_MAX_USEC)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Invalid CPU time %" PRIu64 " µs: expected 1 to %" PRIu64 " µs per call.", usec,
+                                         (uint64_t) BORROW_CHARGE_MAX_USEC);
+        /* A charger inside the slice spends the slice's own CPU already: charging it again would
+         * make the slice pay twice. */
+        if (pid > 0 && borrow_process_in_slice(bm, s, pid) > 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The caller (PID %d) runs in slice '%s' itself: its CPU time is charged "
+                                         "to that slice already.",
+                                         (int) pid, s->name);
+
+        r = borrow_manager_charge(bm, s, usec);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Failed to charge slice '%s': %m", s->name);
+        log_debug("Charged %" PRIu64 " µs to slice '%s' for PID %d.", usec, s->name, (int) pid);
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+/* ---- AddProxy, RemoveProxy, ListProxies */
+
+int bus_borrow_method_add_proxy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BorrowManager *bm = manager_of(userdata);
+        const char *cgroup, *why;
+        BorrowProxy *p;
+        uint32_t pid;
+        Slice *s;
+        int r;
+
+        r = bus_verify_privileged(m, error);
+        if (r < 0)
+                return r;
+        r = check_manager(bm, error);
+        if (r < 0)
+                return r;
+        r = read_slice(m, bm, &s, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(m, "us", &pid, &cgroup);
+        if (r < 0)
+                return r;
+        if ((pid > 0) == !isempty(cgroup))
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
+                                        "Give exactly one helper: a PID (and an empty cgroup), or a cgroup path (and "
+                                        "PID 0).");
+        if (pid > INT32_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid PID %" PRIu32 ".", pid);
+
+        r = borrow_manager_add_proxy(bm, s, (pid_t) pid, cgroup, &p);
+        if (r < 0) {
+                _cleanup_free_ char *e = cescape(cgroup);
+                char helper[64];
+
+                if (pid > 0)
+                        (void) snprintf(helper, sizeof(helper), "process %" PRIu32, pid);
+                switch (r) {
+                case -ESRCH:
+                        return sd_bus_error_setf(error, TONARI_ERROR_NO_SUCH_PROCESS, "No process %" PRIu32 ".", pid);
+                case -ENOENT:
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No cgroup '%s'.", strna(e));
+                case -EEXIST:
+                        return sd_bus_error_setf(error, TONARI_ERROR_PROXY_EXISTS, "%s%s%s has a proxy already.",
+                                                 pid > 0 ? helper : "cgroup '", pid > 0 ? "" : strna(e),
+                                                 pid > 0 ? "" : "'");
+                case -ELOOP:
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "%s%s%s is inside slice '%s' or contains it: its CPU time is that "
+                                                 "slice's already.",
+                                                 pid > 0 ? helper : "cgroup '", pid > 0 ? "" : strna(e),
+                                                 pid > 0 ? "" : "'", s->name);
+                case -EINVAL:
+                        why = pid > 0 ? "a kernel thread, PID 1 or tonarid itself cannot be a helper"
+                                      : "expected an absolute, normalized cgroup path without whitespace, as in "
+                                        "/proc/PID/cgroup";
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid helper %s%s%s: %s.",
+                                                 pid > 0 ? helper : "'", pid > 0 ? "" : strna(e), pid > 0 ? "" : "'",
+                                                 why);
+                default:
+                        return sd_bus_error_set_errnof(error, r, "Failed to add a proxy for slice '%s': %m", s->name);
+                }
+        }
+
+        if (p->pid > 0)
+                log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_PROXY_ID=%" PRIu32, p->id,
+                           "TONARI_HELPER_PID=%i", (int) p->pid, "TONARI_CALLER_UID=%d", (int) bus_sender_uid(m),
+                           LOG_MESSAGE("Added proxy %" PRIu32 ": CPU time of process %i is charged to slice '%s'.",
+                                       p->id, (int) p->pid, s->name));
+        else
+                log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_PROXY_ID=%" PRIu32, p->id,
+                           "TONARI_HELPER_CGROUP=%s", p->cgroup, "TONARI_CALLER_UID=%d", (int) bus_sender_uid(m),
+                           LOG_MESSAGE("Added proxy %" PRIu32 ": CPU time of cgroup %s is charged to slice '%s'.",
+                                       p->id, p->cgroup, s->name));
+        return sd_bus_reply_method_return(m, "u", p->id);
+}
+
+int bus_borrow_method_remove_proxy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BorrowManager *bm = manager_of(userdata);
+        BorrowProxy *p;
+        uint32_t id;
+        int r;
+
+        r = bus_verify_privileged(m, error);
+        if (r < 0)
+                return r;
+        r = check_manager(bm, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(m, "u", &id);
+        if (r < 0)
+                return r;
+        p = borrow_manager_find_proxy(bm, id);
+        if (!p)
+                return sd_bus_error_setf(error, TONARI_ERROR_NO_SUCH_PROXY, "No proxy %" PRIu32 ".", id);
+        borrow_proxy_remove(p, "asked to");
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+int bus_borrow_method_list_proxies(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        BorrowManager *bm = manager_of(userdata);
+        int r;
+
+        r = check_manager(bm, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(usustt)");
+        if (r < 0)
+                return r;
+        for (BorrowProxy *p = bm->proxies; p; p = p->next) {
+                r = sd_bus_message_append(reply, "(usustt)", p->id, p->target, (uint32_t) p->pid, strempty(p->cgroup),
+                                          p->last_usec, p->charged_usec);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/* ---- ListBorrowing and org.tonari.Borrowing1 */
+
+static const BorrowAccount zero_account;
+
+/* The account of a slice: all zero for a slice that was never charged. */
+static const BorrowTarget *slice_target(BorrowManager *bm, Slice *s) {
+        BorrowTarget *t = borrow_manager_find_target(bm, s->name);
+
+        if (t && t->slice_id != 0 && t->slice_id != s->id)
+                return NULL; /* a previous slice of that name */
+        return t;
+}
+
+int bus_borrow_method_list_borrowing(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        BorrowManager *bm = manager_of(userdata);
+        int r;
+
+        r = check_manager(bm, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(sttttttt)");
+        if (r < 0)
+                return r;
+        for (Slice *s = bm->slices->slices; s; s = s->next) {
+                const BorrowTarget *t;
+                const BorrowAccount *a;
+
+                if (s->state == SLICE_CREATING)
+                        continue;
+                t = slice_target(bm, s);
+                a = t ? &t->account : &zero_account;
+                r = sd_bus_message_append(reply, "(sttttttt)", s->name, a->borrowed_usec, a->debt_usec, a->repaid_usec,
+                                          a->forgiven_usec, a->periods_shortened,
+                                          t ? t->limit_usec : USEC_INFINITY, t ? t->period_usec : 0);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int borrowing_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+                          sd_bus_error *error) {
+        BorrowManager *bm = manager_of(userdata);
+
+        (void) bus;
+        (void) interface;
+        (void) error;
+        /* Without a manager (introspection) every path below the prefix stands for a slice. */
+        if (!userdata) {
+                *found = NULL;
+                return 1;
+        }
+        if (!bm || !bm->slices || !slice_manager_find_by_path(bm->slices, path))
+                return 0;
+        *found = bm;
+        return 1;
+}
+
+static int property_get_account(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        BorrowManager *bm = userdata;
+        Slice *s = slice_manager_find_by_path(bm->slices, path);
+        const BorrowTarget *t = s ? slice_target(bm, s) : NULL;
+        const BorrowAccount *a = t ? &t->account : &zero_account;
+        uint64_t v;
+
+        (void) bus;
+        (void) interface;
+        (void) error;
+        if (streq(property, "BorrowedUSec"))
+                v = a->borrowed_usec;
+        else if (streq(property, "DebtUSec"))
+                v = a->debt_usec;
+        else if (streq(property, "RepaidUSec"))
+                v = a->repaid_usec;
+        else if (streq(property, "ForgivenUSec"))
+                v = a->forgiven_usec;
+        else if (streq(property, "PeriodsShortened"))
+                v = a->periods_shortened;
+        else if (streq(property, "CPUQuotaLimitUSec"))
+                v = t ? t->limit_usec : USEC_INFINITY;
+        else
+                return -EINVAL;
+        return sd_bus_message_append(reply, "t", v);
+}
+
+/* Counters change every period: read on Get, never announced (like the slice's usage). */
+static const sd_bus_vtable borrowing_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("BorrowedUSec", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("DebtUSec", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("RepaidUSec", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("ForgivenUSec", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("PeriodsShortened", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("CPUQuotaLimitUSec", "t", property_get_account, 0, 0),
+        SD_BUS_VTABLE_END,
+};
+
+int bus_borrow_add_objects(sd_bus *bus, BorrowManager **manager) {
+        return sd_bus_add_fallback_vtable(bus, NULL, SLICE_OBJECT_PREFIX, BORROWING_INTERFACE, borrowing_vtable,
+                                          borrowing_find, manager);
+}

@@ -1,0 +1,859 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc-util.h"
+#include "borrow-state.h"
+#include "borrow.h"
+#include "fd-util.h"
+#include "fileio.h"
+#include "log.h"
+#include "path-util.h"
+#include "proc-util.h"
+#include "string-util.h"
+#include "strv.h"
+
+/* State is written at most this often while it changes, and at exit: a crash loses at most one
+ * second of charges, and a busy ledger does not turn into a busy disk. */
+#define BORROW_SAVE_USEC USEC_PER_SEC
+
+static void target_free(BorrowTarget *t);
+static int target_arm(BorrowTarget *t);
+
+static void mark_dirty(BorrowManager *m) {
+        m->dirty = true;
+        if (m->save_timer)
+                (void) sd_event_source_set_enabled(m->save_timer, SD_EVENT_ONESHOT);
+}
+
+static unsigned popcount_mask(const uint8_t *mask, size_t size) {
+        unsigned n = 0;
+        for (size_t i = 0; i < size; i++)
+                n += (unsigned) __builtin_popcount(mask[i]);
+        return n;
+}
+
+static char *fmt_ms(char buf[static FORMAT_TIMESPAN_MAX], usec_t u) {
+        return format_timespan(buf, FORMAT_TIMESPAN_MAX, u, 100);
+}
+
+/* ---- targets */
+
+BorrowTarget *borrow_manager_find_target(BorrowManager *m, const char *name) {
+        for (BorrowTarget *t = m->targets; t; t = t->next)
+                if (streq(t->name, name))
+                        return t;
+        return NULL;
+}
+
+static int target_new(BorrowManager *m, const char *name, BorrowTarget **ret) {
+        _cleanup_free_ BorrowTarget *t = NULL;
+
+        t = new0(BorrowTarget, 1);
+        if (!t)
+                return -ENOMEM;
+        *t = (BorrowTarget){ .manager = m,
+                             .limit_usec = USEC_INFINITY,
+                             .configured_per_sec_usec = USEC_INFINITY,
+                             .configured_period_usec = USEC_INFINITY };
+        t->name = strdup(name);
+        if (!t->name)
+                return -ENOMEM;
+        t->next = m->targets;
+        m->targets = t;
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+static void target_free(BorrowTarget *t) {
+        if (!t)
+                return;
+        for (BorrowTarget **p = &t->manager->targets; *p; p = &(*p)->next)
+                if (*p == t) {
+                        *p = t->next;
+                        break;
+                }
+        sd_event_source_disable_unref(t->timer);
+        free(t->name);
+        free(t->limit_cgroup);
+        free(t);
+}
+
+/* The slice a target belongs to, or NULL if it was removed (a slice of the same name created
+ * since is a different tenant and does not inherit the debt). */
+static Slice *target_slice(BorrowTarget *t) {
+        Slice *s = t->manager->slices ? slice_manager_find(t->manager->slices, t->name) : NULL;
+
+        if (!s || (t->slice_id != 0 && s->id != t->slice_id))
+                return NULL;
+        t->slice_id = s->id;
+        return s;
+}
+
+/* The quota per period the ledger works against: CPUQuota=, or the CPUs the slice may use. */
+static void target_quota(BorrowTarget *t, Slice *s, usec_t *ret_quota, usec_t *ret_period) {
+        const CGroupSettings *c = &s->settings;
+        usec_t period = c->cpu_quota_period_usec == USEC_INFINITY ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
+                                                                   : c->cpu_quota_period_usec;
+        unsigned n;
+
+        if (c->cpu_quota_per_sec_usec != USEC_INFINITY) {
+                *ret_quota = cgroup_cpu_quota_per_period(c->cpu_quota_per_sec_usec, period);
+                *ret_period = period;
+                return;
+        }
+        n = c->allowed_cpus ? popcount_mask(c->allowed_cpus, c->allowed_cpus_size) : 0;
+        if (n == 0)
+                n = t->manager->n_cpus;
+        *ret_quota = borrow_capacity_usec(period, n);
+        *ret_period = period;
+}
+
+/* Writes limit (USEC_INFINITY: lift it) for the slice's processes. */
+static int target_write(BorrowTarget *t, Slice *s, usec_t limit, usec_t period) {
+        CGroupRoot *root = s->manager->cgroup_root;
+        usec_t value = limit;
+        int r;
+
+        for (unsigned attempt = 0;; attempt++) {
+                if (!t->limit_cgroup) {
+                        r = slice_cpu_limit_cgroup(s, &t->limit_own, &t->limit_cgroup);
+                        if (r == -ENOENT && limit == USEC_INFINITY)
+                                return 0; /* the scope is gone, and with it the limit */
+                        if (r < 0)
+                                return r;
+                        if (t->limit_own) {
+                                /* What to write back when the limit ends: the slice's own setting. */
+                                t->configured_per_sec_usec = s->settings.cpu_quota_per_sec_usec;
+                                t->configured_period_usec = s->settings.cpu_quota_period_usec;
+                        }
+                }
+
+                value = limit;
+                if (limit == USEC_INFINITY && t->limit_own) {
+                        /* The slice's own cgroup: put its configured CPUQuota= back. */
+                        period = s->settings.cpu_quota_period_usec == USEC_INFINITY
+                                         ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
+                                         : s->settings.cpu_quota_period_usec;
+                        value = cgroup_cpu_quota_per_period(s->settings.cpu_quota_per_sec_usec, period);
+                }
+                r = cgroup_set_cpu_max(root, t->limit_cgroup, value, period);
+                t->writes++;
+                t->manager->n_writes++;
+                if (r != -ENOENT || attempt > 0)
+                        break;
+                /* The scope ended and was made anew: find (and make) its leaf again. */
+                t->limit_cgroup = mfree(t->limit_cgroup);
+                if (limit == USEC_INFINITY)
+                        return 0;
+        }
+        return r;
+}
+
+static void target_log_start(BorrowTarget *t, usec_t debt, usec_t quota, usec_t limit, usec_t period) {
+        char a[FORMAT_TIMESPAN_MAX], b[FORMAT_TIMESPAN_MAX], c[FORMAT_TIMESPAN_MAX], d[FORMAT_TIMESPAN_MAX];
+
+        log_struct(LOG_INFO, "TONARI_SLICE=%s", t->name, "TONARI_REASON=borrowed-cpu",
+                   "TONARI_DEBT_USEC=%" PRIu64, debt,
+                   "TONARI_QUOTA_USEC=%" PRIu64, quota, "TONARI_LIMIT_USEC=%" PRIu64, limit,
+                   "TONARI_PERIOD_USEC=%" PRIu64, period,
+                   LOG_MESSAGE("Slice '%s' owes %s of CPU time that helpers spent for it: shortening its quota "
+                               "from %s to %s per %s period until repaid.",
+                               t->name, fmt_ms(a, debt), fmt_ms(b, quota),
+                               fmt_ms(c, limit), fmt_ms(d, period)));
+}
+
+static void target_log_end(BorrowTarget *t, usec_t quota, usec_t period) {
+        char a[FORMAT_TIMESPAN_MAX], b[FORMAT_TIMESPAN_MAX], c[FORMAT_TIMESPAN_MAX], d[FORMAT_TIMESPAN_MAX],
+                e[FORMAT_TIMESPAN_MAX];
+
+        log_struct(LOG_INFO, "TONARI_SLICE=%s", t->name, "TONARI_REASON=debt-repaid",
+                   "TONARI_BORROWED_USEC=%" PRIu64, t->account.borrowed_usec,
+                   "TONARI_REPAID_USEC=%" PRIu64, t->account.repaid_usec,
+                   "TONARI_FORGIVEN_USEC=%" PRIu64, t->account.forgiven_usec,
+                   "TONARI_PERIODS_SHORTENED=%" PRIu64, t->account.periods_shortened,
+                   LOG_MESSAGE("Slice '%s' has repaid its borrowed CPU time: quota back to %s per %s period "
+                               "(in total %s borrowed, %s repaid, %s forgiven, %" PRIu64 " periods shortened).",
+                               t->name, quota == USEC_INFINITY ? "unlimited" : fmt_ms(a, quota), fmt_ms(b, period),
+                               fmt_ms(c, t->account.borrowed_usec), fmt_ms(d, t->account.repaid_usec),
+                               fmt_ms(e, t->account.forgiven_usec), t->account.periods_shortened));
+}
+
+static void target_drop(BorrowTarget *t, const char *why) {
+        char a[FORMAT_TIMESPAN_MAX];
+
+        /* Proxies for a removed slice have nobody to charge. */
+        for (BorrowProxy *p = t->manager->proxies, *next; p; p = next) {
+                next = p->next;
+                if (streq(p->target, t->name))
+                        borrow_proxy_remove(p, why);
+        }
+        if (t->account.debt_usec > 0)
+                log_struct(LOG_INFO, "TONARI_SLICE=%s", t->name, "TONARI_REASON=slice-removed",
+                           "TONARI_DEBT_USEC=%" PRIu64, t->account.debt_usec,
+                           LOG_MESSAGE("Slice '%s' %s while it owed %s of CPU time; the debt is dropped.", t->name,
+                                       why, fmt_ms(a, t->account.debt_usec)));
+        mark_dirty(t->manager);
+        target_free(t);
+}
+
+static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
+        BorrowTarget *t = userdata;
+        BorrowManager *m = t->manager;
+        usec_t start = now(CLOCK_MONOTONIC), quota, period, limit, want, debt = t->account.debt_usec;
+        bool was_limited = t->limit_usec != USEC_INFINITY;
+        Slice *s;
+        int r;
+
+        (void) es;
+        (void) usec;
+
+        s = target_slice(t);
+        if (!s) {
+                target_drop(t, "was removed");
+                return 0;
+        }
+        if (s->state == SLICE_CREATING)
+                return target_arm(t);
+
+        target_quota(t, s, &quota, &period);
+        limit = borrow_account_period(&t->account, &m->policy, quota);
+        want = limit < quota ? limit : USEC_INFINITY;
+        t->quota_usec = quota;
+        if (want != USEC_INFINITY || t->account.debt_usec > 0 || was_limited)
+                mark_dirty(m);
+
+        if (want != t->limit_usec || period != t->period_usec) {
+                r = target_write(t, s, want, period);
+                if (r < 0) {
+                        log_struct_errno(LOG_WARNING, r, "TONARI_SLICE=%s", t->name,
+                                         LOG_MESSAGE("Failed to %s the CPU quota of slice '%s' (cgroup /%s), will retry "
+                                                     "next period: %m",
+                                                     want == USEC_INFINITY ? "restore" : "shorten", t->name,
+                                                     strna(t->limit_cgroup)));
+                        t->limit_cgroup = mfree(t->limit_cgroup);
+                } else {
+                        if (!was_limited && want != USEC_INFINITY)
+                                target_log_start(t, debt, quota, want, period);
+                        t->limit_usec = want;
+                        t->period_usec = period;
+                }
+        }
+
+        if (t->limit_usec == USEC_INFINITY && t->account.debt_usec == 0) {
+                if (was_limited)
+                        target_log_end(t, s->settings.cpu_quota_per_sec_usec == USEC_INFINITY ? USEC_INFINITY : quota,
+                                       period);
+                t->limit_cgroup = mfree(t->limit_cgroup);
+                (void) sd_event_source_set_enabled(t->timer, SD_EVENT_OFF);
+        } else
+                (void) target_arm(t);
+
+        m->n_ticks++;
+        m->work_usec += now(CLOCK_MONOTONIC) - start;
+        return 0;
+}
+
+/* Schedules the next tick one period from now. */
+static int target_arm(BorrowTarget *t) {
+        /* Accuracy 1 µs: sd-event's default (250 ms) would merge ticks of several periods. */
+        usec_t period = t->period_usec > 0 ? t->period_usec : CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC;
+        Slice *s = target_slice(t);
+        int r;
+
+        if (s) {
+                usec_t q;
+                target_quota(t, s, &q, &period);
+        }
+        if (!t->timer) {
+                r = sd_event_add_time_relative(t->manager->event, &t->timer, CLOCK_MONOTONIC, period, 1,
+                                               on_target_tick, t);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(t->timer, "borrow-period");
+                return 0;
+        }
+        r = sd_event_source_set_time_relative(t->timer, period);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(t->timer, SD_EVENT_ONESHOT);
+}
+
+static int target_charge(BorrowManager *m, const char *name, uint64_t slice_id, usec_t usec) {
+        BorrowTarget *t = borrow_manager_find_target(m, name);
+        int r, enabled = SD_EVENT_OFF;
+
+        if (t && t->slice_id != 0 && t->slice_id != slice_id) {
+                target_drop(t, "was removed and created again");
+                t = NULL;
+        }
+        if (!t) {
+                r = target_new(m, name, &t);
+                if (r < 0)
+                        return r;
+                t->slice_id = slice_id;
+        }
+        r = borrow_account_charge(&t->account, &m->policy, usec, NULL);
+        if (r < 0)
+                return r;
+        mark_dirty(m);
+        if (t->timer)
+                (void) sd_event_source_get_enabled(t->timer, &enabled);
+        if (enabled == SD_EVENT_OFF)
+                return target_arm(t);
+        return 0;
+}
+
+int borrow_manager_charge(BorrowManager *m, Slice *s, usec_t usec) {
+        if (usec == 0)
+                return -EINVAL;
+        if (usec > BORROW_CHARGE_MAX_USEC)
+                return -ERANGE;
+        return target_charge(m, s->name, s->id, usec);
+}
+
+/* ---- proxies */
+
+BorrowProxy *borrow_manager_find_proxy(BorrowManager *m, uint32_t id) {
+        for (BorrowProxy *p = m->proxies; p; p = p->next)
+                if (p->id == id)
+                        return p;
+        return NULL;
+}
+
+static void proxy_free(BorrowProxy *p) {
+        if (!p)
+                return;
+        for (BorrowProxy **q = &p->manager->proxies; *q; q = &(*q)->next)
+                if (*q == p) {
+                        *q = p->next;
+                        break;
+                }
+        sd_event_source_disable_unref(p->exit_source);
+        safe_close(p->pidfd);
+        free(p->target);
+        free(p->cgroup);
+        free(p);
+}
+
+/* The helper's CPU time now. -ESRCH once the process has exited (its PID may be someone else's). */
+static int proxy_read(BorrowProxy *p, usec_t *ret) {
+        if (p->pid > 0) {
+                struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+                struct timespec ts;
+                clockid_t clock;
+
+                if (clock_getcpuclockid(p->pid, &clock) != 0 || clock_gettime(clock, &ts) < 0)
+                        return -ESRCH;
+                /* Read first, then make sure the process behind the PID was ours all along. */
+                if (poll(&pfd, 1, 0) != 0)
+                        return -ESRCH;
+                *ret = timespec_load(&ts);
+                return 0;
+        }
+
+        CGroupUsage u;
+        int r = cgroup_read_usage(p->manager->slices->cgroup_root, p->cgroup + 1, &u);
+        if (r < 0)
+                return r;
+        if (u.cpu_usage_usec == UINT64_MAX)
+                return -ENODATA;
+        *ret = u.cpu_usage_usec;
+        return 0;
+}
+
+void borrow_proxy_remove(BorrowProxy *p, const char *reason) {
+        BorrowManager *m = p->manager;
+        char a[FORMAT_TIMESPAN_MAX];
+
+        if (p->pid > 0)
+                log_struct(LOG_INFO, "TONARI_SLICE=%s", p->target, "TONARI_PROXY_ID=%" PRIu32, p->id,
+                           "TONARI_HELPER_PID=%i", (int) p->pid, "TONARI_CHARGED_USEC=%" PRIu64, p->charged_usec,
+                           LOG_MESSAGE("Removed proxy %" PRIu32 " (process %i working for slice '%s', %s charged): %s.",
+                                       p->id, (int) p->pid, p->target, fmt_ms(a, p->charged_usec), reason));
+        else
+                log_struct(LOG_INFO, "TONARI_SLICE=%s", p->target, "TONARI_PROXY_ID=%" PRIu32, p->id,
+                           "TONARI_HELPER_CGROUP=%s", p->cgroup, "TONARI_CHARGED_USEC=%" PRIu64, p->charged_usec,
+                           LOG_MESSAGE("Removed proxy %" PRIu32 " (cgroup %s working for slice '%s', %s charged): %s.",
+                                       p->id, p->cgroup, p->target, fmt_ms(a, p->charged_usec), reason));
+        mark_dirty(m);
+        proxy_free(p);
+        if (!m->proxies)
+                (void) sd_event_source_set_enabled(m->sample_timer, SD_EVENT_OFF);
+}
+
+static void proxy_sample(BorrowProxy *p) {
+        BorrowManager *m = p->manager;
+        Slice *s = m->slices ? slice_manager_find(m->slices, p->target) : NULL;
+        usec_t cur, delta;
+        int r;
+
+        r = proxy_read(p, &cur);
+        if (r == -ESRCH)
+                return borrow_proxy_remove(p, "the helper process exited");
+        if (r == -ENOENT)
+                return borrow_proxy_remove(p, "the helper cgroup was removed");
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read the CPU time of proxy %" PRIu32 "'s helper, ignoring: %m", p->id);
+                return;
+        }
+        if (!s)
+                return borrow_proxy_remove(p, "its slice was removed");
+
+        /* A cgroup's counter can only go down if it was removed and made again. */
+        delta = cur > p->last_usec ? cur - p->last_usec : 0;
+        p->last_usec = cur;
+        if (delta == 0)
+                return;
+        delta = MIN(delta, BORROW_CHARGE_MAX_USEC);
+        r = target_charge(m, s->name, s->id, delta);
+        if (r < 0)
+                log_warning_errno(r, "Failed to charge %" PRIu64 " µs to slice '%s' for proxy %" PRIu32 ", ignoring: %m",
+                                  delta, s->name, p->id);
+        else
+                p->charged_usec += delta;
+}
+
+static int on_sample(sd_event_source *es, uint64_t usec, void *userdata) {
+        BorrowManager *m = userdata;
+        usec_t start = now(CLOCK_MONOTONIC);
+
+        (void) usec;
+        for (BorrowProxy *p = m->proxies, *next; p; p = next) {
+                next = p->next;
+                proxy_sample(p);
+        }
+        m->work_usec += now(CLOCK_MONOTONIC) - start;
+        if (!m->proxies)
+                return sd_event_source_set_enabled(es, SD_EVENT_OFF);
+        return sd_event_source_set_time_relative(es, BORROW_SAMPLE_USEC);
+}
+
+static int on_helper_exit(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        BorrowProxy *p = userdata;
+
+        (void) es;
+        (void) fd;
+        (void) revents;
+        /* Its CPU time since the last sample is lost with it: at most one sample interval. */
+        borrow_proxy_remove(p, "the helper process exited");
+        return 0;
+}
+
+static int start_sampling(BorrowManager *m) {
+        int r;
+
+        if (!m->sample_timer) {
+                r = sd_event_add_time_relative(m->event, &m->sample_timer, CLOCK_MONOTONIC, BORROW_SAMPLE_USEC, 1,
+                                               on_sample, m);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(m->sample_timer, "borrow-proxies");
+        }
+        return sd_event_source_set_enabled(m->sample_timer, SD_EVENT_ON);
+}
+
+static int pidfd_open_helper(pid_t pid) {
+        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Sets up p's helper; with expect_start, a PID whose start time differs is somebody else. */
+static int proxy_attach_helper(BorrowProxy *p, bool expect_start) {
+        BorrowManager *m = p->manager;
+        int r;
+
+        if (p->pid > 0) {
+                ProcStat st;
+
+                p->pidfd = pidfd_open_helper(p->pid);
+                if (p->pidfd < 0)
+                        return p->pidfd == -EINVAL ? -ESRCH : p->pidfd;
+                /* Between pidfd_open() and this read the PID cannot be reused: the pidfd pins it. */
+                r = proc_pid_stat("/proc", p->pid, &st);
+                if (r < 0)
+                        return r;
+                if (expect_start && st.start_time_ticks != p->start_time_ticks)
+                        return -ESRCH;
+                p->start_time_ticks = st.start_time_ticks;
+                r = sd_event_add_io(m->event, &p->exit_source, p->pidfd, EPOLLIN, on_helper_exit, p);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(p->exit_source, "borrow-helper-exit");
+        }
+        return 0;
+}
+
+static int proxy_new(BorrowManager *m, uint32_t id, const char *target, pid_t pid, const char *cgroup,
+                     BorrowProxy **ret) {
+        BorrowProxy *p;
+
+        p = new0(BorrowProxy, 1);
+        if (!p)
+                return -ENOMEM;
+        *p = (BorrowProxy){ .manager = m, .id = id, .pid = pid, .pidfd = -EBADF };
+        p->target = strdup(target);
+        if (!p->target || (cgroup && !(p->cgroup = strdup(cgroup)))) {
+                free(p->target);
+                free(p);
+                return -ENOMEM;
+        }
+        /* Appended: listings come out in the order the proxies were added. */
+        BorrowProxy **q = &m->proxies;
+        while (*q)
+                q = &(*q)->next;
+        *q = p;
+        m->last_proxy_id = MAX(m->last_proxy_id, id);
+        *ret = p;
+        return 0;
+}
+
+int borrow_process_in_slice(BorrowManager *m, Slice *s, pid_t pid) {
+        _cleanup_free_ char *cg = NULL;
+        int r;
+
+        (void) m;
+        if (!s->cgroup)
+                return 0;
+        r = proc_pid_cgroup("/proc", pid, &cg);
+        if (r < 0)
+                return r;
+        return path_equal_or_below(cg + 1, s->cgroup);
+}
+
+int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *cgroup, BorrowProxy **ret) {
+        BorrowProxy *p;
+        int r;
+
+        if ((pid > 0) == !isempty(cgroup))
+                return -EINVAL;
+
+        if (pid > 0) {
+                r = proc_pid_is_kernel_thread("/proc", pid);
+                if (r < 0)
+                        return r;
+                if (r > 0 || pid == 1 || pid == getpid())
+                        return -EINVAL;
+                r = borrow_process_in_slice(m, s, pid);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return -ELOOP;
+                for (p = m->proxies; p; p = p->next)
+                        if (p->pid == pid)
+                                return -EEXIST;
+        } else {
+                const char *rel;
+
+                if (!path_is_normalized_absolute(cgroup) || strpbrk(cgroup, " \t\n"))
+                        return -EINVAL;
+                rel = cgroup + 1;
+                /* Inside the slice its CPU is the slice's already; above it, it contains the
+                 * slice's own CPU time, which would be charged to it a second time. */
+                if (path_equal_or_below(rel, s->cgroup) || path_equal_or_below(s->cgroup, rel) || isempty(rel))
+                        return -ELOOP;
+                r = cgroup_exists(m->slices->cgroup_root, rel);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return -ENOENT;
+                for (p = m->proxies; p; p = p->next)
+                        if (p->cgroup && streq(p->cgroup, cgroup))
+                                return -EEXIST;
+        }
+        if (m->last_proxy_id == UINT32_MAX)
+                return -E2BIG;
+
+        r = proxy_new(m, m->last_proxy_id + 1, s->name, pid, pid > 0 ? NULL : cgroup, &p);
+        if (r < 0)
+                return r;
+        r = proxy_attach_helper(p, false);
+        if (r >= 0)
+                r = proxy_read(p, &p->last_usec);
+        if (r >= 0)
+                r = start_sampling(m);
+        if (r < 0) {
+                proxy_free(p);
+                return r;
+        }
+        mark_dirty(m);
+        *ret = p;
+        return 0;
+}
+
+/* ---- state file */
+
+static int save_state(BorrowManager *m) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        int r = 0;
+
+        if (!m->state_file)
+                return 0;
+        tmp = strjoin(m->state_file, ".tmp");
+        if (!tmp)
+                return -ENOMEM;
+        f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        fputs(BORROW_STATE_HEADER "\n", f);
+        for (BorrowTarget *t = m->targets; t; t = t->next) {
+                _cleanup_free_ char *line = NULL;
+                BorrowStateEntry e = { .kind = BORROW_STATE_TARGET,
+                                       .account = t->account,
+                                       .limit_usec = t->limit_usec,
+                                       .period_usec = t->period_usec,
+                                       .limit_own = t->limit_own,
+                                       .configured_per_sec_usec = t->configured_per_sec_usec,
+                                       .configured_period_usec = t->configured_period_usec };
+
+                strncpy(e.name, t->name, NAME_MAX_LEN);
+                r = borrow_state_format(&e, &line);
+                if (r < 0)
+                        goto fail;
+                fprintf(f, "%s\n", line);
+        }
+        for (BorrowProxy *p = m->proxies; p; p = p->next) {
+                _cleanup_free_ char *line = NULL;
+                BorrowStateEntry e = { .kind = BORROW_STATE_PROXY,
+                                       .id = p->id,
+                                       .pid = p->pid,
+                                       .start_time_ticks = p->start_time_ticks,
+                                       .cgroup = p->cgroup,
+                                       .last_usec = p->last_usec,
+                                       .charged_usec = p->charged_usec };
+
+                strncpy(e.name, p->target, NAME_MAX_LEN);
+                r = borrow_state_format(&e, &line);
+                if (r < 0)
+                        goto fail;
+                fprintf(f, "%s\n", line);
+        }
+        if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
+                r = errno > 0 ? -errno : -EIO;
+                goto fail;
+        }
+        if (rename(tmp, m->state_file) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        m->dirty = false;
+        return 0;
+fail:
+        (void) unlink(tmp);
+        return r;
+}
+
+static int on_save(sd_event_source *es, uint64_t usec, void *userdata) {
+        BorrowManager *m = userdata;
+        int r;
+
+        (void) usec;
+        if (m->dirty) {
+                r = save_state(m);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to save the borrowing state to '%s', will retry: %m", m->state_file);
+        }
+        (void) sd_event_source_set_time_relative(es, BORROW_SAVE_USEC);
+        return sd_event_source_set_enabled(es, m->dirty ? SD_EVENT_ONESHOT : SD_EVENT_OFF);
+}
+
+static void restore_target(BorrowManager *m, BorrowStateEntry *e) {
+        Slice *s = m->slices ? slice_manager_find(m->slices, e->name) : NULL;
+        BorrowTarget *t;
+        char a[FORMAT_TIMESPAN_MAX];
+
+        if (!s) {
+                if (e->account.debt_usec > 0)
+                        log_info("Slice '%s' no longer exists; dropping its debt of %s.", e->name,
+                                 fmt_ms(a, e->account.debt_usec));
+                return;
+        }
+        if (target_new(m, e->name, &t) < 0)
+                return (void) log_oom();
+        t->slice_id = s->id;
+        t->account = e->account;
+        t->limit_usec = e->limit_usec;
+        t->period_usec = e->period_usec;
+        t->limit_own = e->limit_own;
+        t->configured_per_sec_usec = e->configured_per_sec_usec;
+        t->configured_period_usec = e->configured_period_usec;
+
+        if (t->limit_usec != USEC_INFINITY && t->limit_own) {
+                usec_t period = s->settings.cpu_quota_period_usec == USEC_INFINITY ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
+                                                                                   : s->settings.cpu_quota_period_usec;
+
+                /* tonarid stopped while the slice's own cpu.max held the shortened quota, so
+                 * adoption read that back as the slice's setting: put the configured one back. */
+                if (period == t->period_usec &&
+                    cgroup_cpu_quota_per_period(s->settings.cpu_quota_per_sec_usec, period) == t->limit_usec) {
+                        s->settings.cpu_quota_per_sec_usec = t->configured_per_sec_usec;
+                        s->settings.cpu_quota_period_usec = t->configured_period_usec;
+                }
+                t->limit_cgroup = strdup(s->cgroup);
+                if (!t->limit_cgroup)
+                        return (void) log_oom();
+        }
+        if (t->account.debt_usec > 0 || t->limit_usec != USEC_INFINITY)
+                (void) target_arm(t);
+}
+
+static void restore_proxy(BorrowManager *m, BorrowStateEntry *e) {
+        Slice *s = m->slices ? slice_manager_find(m->slices, e->name) : NULL;
+        BorrowProxy *p;
+        int r;
+
+        if (!s) {
+                log_info("Dropping proxy %" PRIu32 ": slice '%s' no longer exists.", e->id, e->name);
+                return;
+        }
+        r = proxy_new(m, e->id, e->name, e->pid, e->cgroup, &p);
+        if (r < 0)
+                return (void) log_oom();
+        p->start_time_ticks = e->start_time_ticks;
+        p->last_usec = e->last_usec;
+        p->charged_usec = e->charged_usec;
+        r = proxy_attach_helper(p, true);
+        if (r < 0) {
+                log_info("Dropping proxy %" PRIu32 " for slice '%s': its helper %s is gone.", e->id, e->name,
+                         e->pid > 0 ? "process" : "cgroup");
+                proxy_free(p);
+                return;
+        }
+        /* The first sample charges what the helper spent while tonarid was down. */
+        (void) start_sampling(m);
+}
+
+static int load_state(BorrowManager *m) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_strv_free_ char **lines = NULL;
+        unsigned n = 0;
+        int r;
+
+        r = read_full_file(m->state_file, &text, NULL);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return log_warning_errno(r, "Failed to read the borrowing state '%s', starting without: %m",
+                                         m->state_file);
+        r = strv_split(text, "\n", &lines);
+        if (r < 0)
+                return r;
+        if (!lines[0] || !streq(lines[0], BORROW_STATE_HEADER)) {
+                log_warning("Borrowing state '%s' is not in a format this tonarid knows; starting without it.",
+                            m->state_file);
+                return 0;
+        }
+        STRV_FOREACH(l, lines + 1) {
+                _cleanup_(borrow_state_entry_done) BorrowStateEntry e = BORROW_STATE_ENTRY_INIT;
+
+                n++;
+                if (isempty(*l) || (*l)[0] == '#')
+                        continue;
+                r = borrow_state_parse(*l, &e);
+                if (r < 0) {
+                        _cleanup_free_ char *esc = cescape(*l);
+                        log_warning("%s:%u: ignoring malformed line '%s'.", m->state_file, n + 1, strna(esc));
+                        continue;
+                }
+                if (e.kind == BORROW_STATE_TARGET)
+                        restore_target(m, &e);
+                else if (!borrow_manager_find_proxy(m, e.id))
+                        restore_proxy(m, &e);
+        }
+        return 0;
+}
+
+/* ---- manager */
+
+int borrow_manager_new(sd_event *event, SliceManager *slices, const BorrowSettings *settings, BorrowManager **ret) {
+        _cleanup_(borrow_manager_freep) BorrowManager *m = NULL;
+        long n;
+        int r;
+
+        m = new0(BorrowManager, 1);
+        if (!m)
+                return -ENOMEM;
+        m->event = sd_event_ref(event);
+        m->slices = slices;
+        r = borrow_manager_configure(m, settings);
+        if (r < 0)
+                return r;
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+        m->n_cpus = n > 0 ? (unsigned) n : 1;
+        if (settings->state_file) {
+                m->state_file = strdup(settings->state_file);
+                if (!m->state_file)
+                        return -ENOMEM;
+        }
+
+        r = sd_event_add_time_relative(event, &m->save_timer, CLOCK_MONOTONIC, BORROW_SAVE_USEC, 0, on_save, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(m->save_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(m->save_timer, "borrow-save");
+
+        if (m->state_file && slices)
+                (void) load_state(m);
+        m->dirty = false;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int borrow_manager_configure(BorrowManager *m, const BorrowSettings *settings) {
+        if (borrow_policy_validate(&settings->policy) < 0 || settings->n_allow_uids > BORROW_ALLOW_MAX ||
+            settings->n_allow_gids > BORROW_ALLOW_MAX)
+                return -EINVAL;
+        m->policy = settings->policy;
+        m->n_allow_uids = settings->n_allow_uids;
+        if (m->n_allow_uids > 0)
+                memcpy(m->allow_uids, settings->allow_uids, m->n_allow_uids * sizeof(uint32_t));
+        m->n_allow_gids = settings->n_allow_gids;
+        if (m->n_allow_gids > 0)
+                memcpy(m->allow_gids, settings->allow_gids, m->n_allow_gids * sizeof(uint32_t));
+        return 0;
+}
+
+BorrowManager *borrow_manager_free(BorrowManager *m) {
+        int r;
+
+        if (!m)
+                return NULL;
+
+        /* Nothing stays shortened while nobody repays: lift every limit in force. The debt is
+         * kept in the state file and repaid after the next start. */
+        for (BorrowTarget *t = m->targets; t; t = t->next) {
+                Slice *s;
+
+                if (t->limit_usec == USEC_INFINITY)
+                        continue;
+                s = target_slice(t);
+                if (s && target_write(t, s, USEC_INFINITY, t->period_usec) >= 0) {
+                        t->limit_usec = USEC_INFINITY;
+                        m->dirty = true;
+                }
+        }
+        if (m->dirty) {
+                r = save_state(m);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to save the borrowing state to '%s': %m", m->state_file);
+        }
+
+        while (m->proxies)
+                proxy_free(m->proxies);
+        while (m->targets)
+                target_free(m->targets);
+        sd_event_source_disable_unref(m->sample_timer);
+        sd_event_source_disable_unref(m->save_timer);
+        sd_event_unref(m->event);
+        free(m->state_file);
+        return mfree(m);
+}

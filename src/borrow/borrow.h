@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <systemd/sd-event.h>
+
+#include "borrow-ledger.h"
+#include "macro.h"
+#include "slice.h"
+
+/*
+ * CPU borrowing (seed 000; docs/ARCHITECTURE.md, "CPU borrowing"): CPU time that helpers spent
+ * for a slice is charged to it (ChargeCPU(), libtonari, or proxies that tonarid samples) and
+ * repaid by shortening the slice's CFS quota in the following periods, on stock kernels.
+ *
+ * A BorrowTarget exists for every slice that was ever charged, for its counters; its period timer
+ * runs only while it owes something or a shortened quota is in force. Targets and proxies are
+ * saved to a state file, so a restart of tonarid loses neither debt nor proxies.
+ */
+
+typedef struct BorrowManager BorrowManager;
+typedef struct BorrowTarget BorrowTarget;
+typedef struct BorrowProxy BorrowProxy;
+
+struct BorrowTarget {
+        BorrowManager *manager;
+        BorrowTarget *next;
+        char *name;
+        uint64_t slice_id;       /* Slice.id it belongs to; 0 until matched (after a restart) */
+        BorrowAccount account;
+        sd_event_source *timer;  /* one tick per CFS period while enforcing */
+        usec_t period_usec;      /* of the limit in force */
+        usec_t quota_usec;       /* the configured quota per period the ledger last used */
+        usec_t limit_usec;       /* quota per period written now; USEC_INFINITY: none (configured in force) */
+        char *limit_cgroup;      /* where limit_usec is written */
+        bool limit_own;          /* limit_cgroup is the slice's own cgroup (cgroupfs): restore on end */
+        usec_t configured_per_sec_usec; /* limit_own: the slice's CPUQuota= to write back */
+        usec_t configured_period_usec;
+        uint64_t writes;         /* cgroup writes done for this target */
+};
+
+struct BorrowProxy {
+        BorrowManager *manager;
+        BorrowProxy *next;
+        uint32_t id;
+        char *target;
+        pid_t pid;                 /* a helper process, or 0 */
+        int pidfd;
+        uint64_t start_time_ticks; /* with pid: tells a reused PID apart */
+        char *cgroup;              /* or a helper cgroup, relative to the cgroup root */
+        usec_t last_usec;          /* the helper's CPU time at the last sample */
+        uint64_t charged_usec;
+        sd_event_source *exit_source;
+};
+
+#define BORROW_ALLOW_MAX 64
+
+typedef struct BorrowSettings {
+        BorrowPolicy policy;
+        const char *state_file; /* NULL: nothing persisted */
+        /* Who may call ChargeCPU() besides root ([Borrow] AllowUsers=, AllowGroups=). */
+        const uint32_t *allow_uids;
+        size_t n_allow_uids;
+        const uint32_t *allow_gids;
+        size_t n_allow_gids;
+} BorrowSettings;
+
+struct BorrowManager {
+        sd_event *event;
+        SliceManager *slices; /* not owned; NULL when slices are unavailable */
+        BorrowPolicy policy;
+        uint32_t allow_uids[BORROW_ALLOW_MAX];
+        size_t n_allow_uids;
+        uint32_t allow_gids[BORROW_ALLOW_MAX];
+        size_t n_allow_gids;
+        char *state_file;
+        BorrowTarget *targets;
+        BorrowProxy *proxies;
+        uint32_t last_proxy_id;
+        sd_event_source *sample_timer; /* proxies, every BORROW_SAMPLE_USEC while there are any */
+        sd_event_source *save_timer;
+        bool dirty;
+        unsigned n_cpus;               /* online, for slices without AllowedCPUs= */
+        /* Overhead of enforcement, for GetStatus(): time spent in period ticks and proxy samples. */
+        usec_t work_usec;
+        uint64_t n_ticks;
+        uint64_t n_writes;
+};
+
+/* Proxies are sampled this often: the CFS period systemd and the kernel default to. */
+#define BORROW_SAMPLE_USEC (100 * USEC_PER_MSEC)
+
+int borrow_manager_new(sd_event *event, SliceManager *slices, const BorrowSettings *settings, BorrowManager **ret);
+/* Puts configured quotas back (nothing stays shortened while tonarid is down) and saves the state. */
+BorrowManager *borrow_manager_free(BorrowManager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BorrowManager *, borrow_manager_free);
+
+/* Takes the policy and the access lists from settings (tonarid.conf reloaded); not the state file. */
+int borrow_manager_configure(BorrowManager *m, const BorrowSettings *settings);
+
+BorrowTarget *borrow_manager_find_target(BorrowManager *m, const char *name) _pure_;
+
+/*
+ * Charges usec of CPU spent for slice s. -EINVAL for 0, -ERANGE above BORROW_CHARGE_MAX_USEC.
+ * Starts repayment with the next period.
+ */
+int borrow_manager_charge(BorrowManager *m, Slice *s, usec_t usec);
+
+/*
+ * Adds a proxy: pid (> 0) or cgroup (absolute, as in /proc/PID/cgroup) works for slice s, and its
+ * CPU time is charged to s. -ESRCH: no such process; -ENOENT: no such cgroup; -EINVAL: a kernel
+ * thread, PID 1, tonarid, or a helper inside s or above it (its CPU is already s's, or contains
+ * s's); -EEXIST: that helper already has a proxy.
+ */
+int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *cgroup, BorrowProxy **ret);
+BorrowProxy *borrow_manager_find_proxy(BorrowManager *m, uint32_t id) _pure_;
+void borrow_proxy_remove(BorrowProxy *p, const char *reason);
+
+/* Whether the cgroup a process is in (absolute path) lies in slice s or below it. */
+int borrow_process_in_slice(BorrowManager *m, Slice *s, pid_t pid);
