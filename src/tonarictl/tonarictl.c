@@ -21,6 +21,7 @@
 #include "table.h"
 #include "time-util.h"
 #include "tonarictl.h"
+#include "verb-borrow.h"
 #include "verb-slice.h"
 
 /*
@@ -56,6 +57,21 @@ const char *arg_bus_address = NULL;
 JsonMode arg_json = JSON_OFF;
 bool arg_legend = true;
 const char *arg_move_to = NULL;
+
+/* The daemon checks names again; checking here gives exit status 2 without a round trip. */
+int check_slice_name(const char *name) {
+        _cleanup_free_ char *e = NULL;
+
+        if (name_is_valid(name, NAME_MAX_LEN))
+                return 0;
+        e = cescape(name);
+        if (!e)
+                return log_oom();
+        return log_error_errno(EINVAL,
+                               "Invalid slice name '%s': expected 1 to 64 of the characters "
+                               "A-Z a-z 0-9 _ . : @ -, not starting with '.' or '-'.",
+                               e);
+}
 
 /*
  * Explains a failed connection or call; returns -ESRCH, -EACCES, -ENOENT (no such slice) or the
@@ -321,6 +337,16 @@ static void help(void) {
                "                         Move processes into a slice (root only)\n"
                "  slice remove NAME      Remove a slice without processes, or with --move-to=\n"
                "                         one whose processes go to another slice (root only)\n"
+               "  borrow [list]          CPU time each slice borrowed from helpers, its debt and\n"
+               "                         the shortened quota in force while it repays\n"
+               "  borrow charge SLICE TIME\n"
+               "                         Charge CPU time spent for SLICE, e.g. 20ms (root, or\n"
+               "                         users allowed in tonarid.conf)\n"
+               "  borrow add-proxy SLICE PID|CGROUP\n"
+               "                         Charge a helper process's or cgroup's CPU time to\n"
+               "                         SLICE from now on; prints the proxy ID (root only)\n"
+               "  borrow remove-proxy ID Stop charging for a proxy (root only)\n"
+               "  borrow proxies         List the proxies and what each has charged\n"
                "\n"
                "Assignments (systemd.resource-control(5) syntax; an empty value resets):\n"
                "  CPUWeight=1..10000  CPUQuota=N%%  CPUQuotaPeriodSec=TIME  IOWeight=1..10000\n"
@@ -418,6 +444,7 @@ static const struct {
         { "status", verb_status },
         { "log-level", verb_log_level },
         { "slice", verb_slice },
+        { "borrow", verb_borrow },
 };
 
 int main(int argc, char *argv[]) {

@@ -41,6 +41,8 @@ static inline void json_object_putp(json_object **j) {
 }
 #define _cleanup_json_ _cleanup_(json_object_putp)
 
+/* Checks a slice name locally (exit status 2 without a round trip); the daemon checks again. */
+int check_slice_name(const char *name);
 /* Logs why a connection or call failed, naming the action ("create slice 'web'"); returns the errno
  * to exit with. */
 int report_bus_error(const char *what, const sd_bus_error *error, int r);

@@ -18,21 +18,6 @@
 
 #define ARGS_ANY INT_MAX
 
-/* The daemon checks names again; checking here gives exit status 2 without a round trip. */
-static int check_name(const char *name) {
-        _cleanup_free_ char *e = NULL;
-
-        if (name_is_valid(name, NAME_MAX_LEN))
-                return 0;
-        e = cescape(name);
-        if (!e)
-                return log_oom();
-        return log_error_errno(EINVAL,
-                               "Invalid slice name '%s': expected 1 to 64 of the characters "
-                               "A-Z a-z 0-9 _ . : @ -, not starting with '.' or '-'.",
-                               e);
-}
-
 /* A reply that is not what the API promises is a failure (exit status 1), never a usage error. */
 static int log_parse_error(const char *member, int r) {
         log_error_errno(r, "Failed to parse the reply of %s(): %m", member);
@@ -72,7 +57,7 @@ static int call_with_assignments(const char *member, const char *action, const c
         _cleanup_free_ char *what = NULL;
         int r;
 
-        r = check_name(name);
+        r = check_slice_name(name);
         if (r < 0)
                 return r;
 
@@ -117,7 +102,7 @@ static int slice_show(int argc, char *argv[]) {
         FILE *f;
         int r;
 
-        r = check_name(name);
+        r = check_slice_name(name);
         if (r < 0)
                 return r;
         if (asprintf(&what, "get slice '%s'", name) < 0)
@@ -215,7 +200,7 @@ static int slice_attach(int argc, char *argv[]) {
         size_t n = (size_t) argc - 2;
         int r;
 
-        r = check_name(name);
+        r = check_slice_name(name);
         if (r < 0)
                 return r;
 
@@ -263,7 +248,7 @@ static int slice_remove(int argc, char *argv[]) {
         const char *name = argv[1];
         int r;
 
-        r = check_name(name);
+        r = check_slice_name(name);
         if (r < 0)
                 return r;
         if (arg_move_to && streq(arg_move_to, name))

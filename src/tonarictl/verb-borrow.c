@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "alloc-util.h"
+#include "log.h"
+#include "parse-util.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "table.h"
+#include "time-util.h"
+#include "tonarictl.h"
+#include "verb-borrow.h"
+
+static int log_parse_error(const char *member, int r) {
+        log_error_errno(r, "Failed to parse the reply of %s(): %m", member);
+        return -EBADMSG;
+}
+
+static const char *fmt_usec(char buf[static FORMAT_TIMESPAN_MAX], uint64_t u) {
+        if (u == UINT64_MAX)
+                return NULL; /* prints as "-" */
+        return format_timespan(buf, FORMAT_TIMESPAN_MAX, u, USEC_PER_MSEC / 10);
+}
+
+/* ListBorrowing() → a(sttttttt): name, borrowed, debt, repaid, forgiven, shortened, limit, period. */
+static int borrow_list(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(table_freep) Table *t = NULL;
+        _cleanup_json_ json_object *j = NULL;
+        size_t n = 0;
+        int r;
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+        r = call_read_only(bus, MANAGER_PATH, MANAGER_INTERFACE, "ListBorrowing", &error, &reply, NULL);
+        if (r < 0)
+                return report_bus_error("list borrowing", &error, r);
+
+        t = table_new(7, "SLICE", "BORROWED", "DEBT", "REPAID", "FORGIVEN", "SHORTENED", "LIMIT");
+        j = json_object_new_array();
+        if (!t || !j)
+                return log_oom();
+        r = sd_bus_message_enter_container(reply, 'a', "(sttttttt)");
+        if (r < 0)
+                return log_parse_error("ListBorrowing", r);
+        for (;;) {
+                char b[FORMAT_TIMESPAN_MAX], d[FORMAT_TIMESPAN_MAX], rp[FORMAT_TIMESPAN_MAX], f[FORMAT_TIMESPAN_MAX],
+                        l[2 * FORMAT_TIMESPAN_MAX + 8], q[FORMAT_TIMESPAN_MAX], p[FORMAT_TIMESPAN_MAX], sh[21];
+                uint64_t borrowed, debt, repaid, forgiven, shortened, limit, period;
+                const char *name;
+                json_object *o;
+
+                r = sd_bus_message_read(reply, "(sttttttt)", &name, &borrowed, &debt, &repaid, &forgiven, &shortened,
+                                        &limit, &period);
+                if (r < 0)
+                        return log_parse_error("ListBorrowing", r);
+                if (r == 0)
+                        break;
+                n++;
+                (void) snprintf(sh, sizeof(sh), "%" PRIu64, shortened);
+                if (limit != UINT64_MAX)
+                        (void) snprintf(l, sizeof(l), "%s/%s", fmt_usec(q, limit), fmt_usec(p, period));
+                r = table_add_row(t, name, fmt_usec(b, borrowed), fmt_usec(d, debt), fmt_usec(rp, repaid),
+                                  fmt_usec(f, forgiven), sh, limit == UINT64_MAX ? NULL : l);
+                if (r < 0)
+                        return log_oom();
+
+                o = json_object_new_object();
+                if (!o || json_object_array_add(j, o) < 0) {
+                        json_object_put(o);
+                        return log_oom();
+                }
+                json_object_object_add(o, "slice", json_object_new_string(name));
+                json_object_object_add(o, "borrowed_usec", json_object_new_uint64(borrowed));
+                json_object_object_add(o, "debt_usec", json_object_new_uint64(debt));
+                json_object_object_add(o, "repaid_usec", json_object_new_uint64(repaid));
+                json_object_object_add(o, "forgiven_usec", json_object_new_uint64(forgiven));
+                json_object_object_add(o, "periods_shortened", json_object_new_uint64(shortened));
+                json_object_object_add(o, "limit_usec", limit == UINT64_MAX ? NULL : json_object_new_uint64(limit));
+                json_object_object_add(o, "period_usec", limit == UINT64_MAX ? NULL : json_object_new_uint64(period));
+        }
+        if (arg_json != JSON_OFF)
+                return print_json(j);
+        if (n == 0) {
+                if (arg_legend)
+                        printf("No slices.\n");
+                return 0;
+        }
+        r = table_print(t, stdout, arg_legend);
+        if (r < 0)
+                return log_oom();
+        if (arg_legend)
+                printf("\nLIMIT: the shortened quota per period in force while a slice repays its debt.\n");
+        return 0;
+}
+
+static int borrow_charge(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *what = NULL;
+        const char *name = argv[1];
+        usec_t usec;
+        int r;
+
+        r = check_slice_name(name);
+        if (r < 0)
+                return r;
+        /* A bare number is in µs, as ChargeCPU() takes it; "20ms", "1.5s" as in systemd. */
+        if (parse_time(argv[2], 1, &usec) < 0 || usec == 0 || usec == USEC_INFINITY) {
+                _cleanup_free_ char *e = cescape(argv[2]);
+                return log_error_errno(EINVAL, "Invalid CPU time '%s': expected a time span such as 20ms or 1500us.",
+                                       strna(e));
+        }
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "ChargeCPU", &error, NULL, "st", name,
+                               (uint64_t) usec);
+        if (r < 0) {
+                if (asprintf(&what, "charge slice '%s'", name) < 0)
+                        return log_oom();
+                return report_bus_error(what, &error, r);
+        }
+        return 0;
+}
+
+static int borrow_add_proxy(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *what = NULL;
+        const char *name = argv[1], *helper = argv[2], *cgroup = "";
+        uint32_t pid = 0, id;
+        int r;
+
+        r = check_slice_name(name);
+        if (r < 0)
+                return r;
+        if (helper[0] == '/')
+                cgroup = helper;
+        else if (safe_atou32(helper, &pid) < 0 || pid == 0 || pid > INT32_MAX) {
+                _cleanup_free_ char *e = cescape(helper);
+                return log_error_errno(EINVAL,
+                                       "Invalid helper '%s': expected a PID or a cgroup path as in /proc/PID/cgroup "
+                                       "(starting with '/').",
+                                       strna(e));
+        }
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "AddProxy", &error, &reply, "sus",
+                               name, pid, cgroup);
+        if (r < 0) {
+                if (asprintf(&what, "add a proxy for slice '%s'", name) < 0)
+                        return log_oom();
+                return report_bus_error(what, &error, r);
+        }
+        r = sd_bus_message_read(reply, "u", &id);
+        if (r < 0)
+                return log_parse_error("AddProxy", r);
+        if (arg_json != JSON_OFF) {
+                _cleanup_json_ json_object *j = json_object_new_object();
+                if (!j)
+                        return log_oom();
+                json_object_object_add(j, "id", json_object_new_uint64(id));
+                return print_json(j);
+        }
+        printf("%" PRIu32 "\n", id);
+        return 0;
+}
+
+static int borrow_remove_proxy(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *what = NULL;
+        uint32_t id;
+        int r;
+
+        if (safe_atou32(argv[1], &id) < 0 || id == 0) {
+                _cleanup_free_ char *e = cescape(argv[1]);
+                return log_error_errno(EINVAL, "Invalid proxy ID '%s': expected a positive number.", strna(e));
+        }
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "RemoveProxy", &error, NULL, "u", id);
+        if (r < 0) {
+                if (asprintf(&what, "remove proxy %" PRIu32, id) < 0)
+                        return log_oom();
+                return report_bus_error(what, &error, r);
+        }
+        return 0;
+}
+
+/* ListProxies() → a(usustt): id, slice, pid (0 for a cgroup), cgroup ("" for a process), the helper's CPU time at the last sample, charged. */
+static int borrow_proxies(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(table_freep) Table *t = NULL;
+        _cleanup_json_ json_object *j = NULL;
+        size_t n = 0;
+        int r;
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+        r = call_read_only(bus, MANAGER_PATH, MANAGER_INTERFACE, "ListProxies", &error, &reply, NULL);
+        if (r < 0)
+                return report_bus_error("list proxies", &error, r);
+
+        t = table_new(4, "ID", "SLICE", "CHARGED", "HELPER");
+        j = json_object_new_array();
+        if (!t || !j)
+                return log_oom();
+        r = sd_bus_message_enter_container(reply, 'a', "(usustt)");
+        if (r < 0)
+                return log_parse_error("ListProxies", r);
+        for (;;) {
+                char id_s[11], helper[32], c[FORMAT_TIMESPAN_MAX];
+                const char *slice, *cgroup;
+                uint32_t id, pid;
+                uint64_t cpu, charged;
+                json_object *o;
+
+                r = sd_bus_message_read(reply, "(usustt)", &id, &slice, &pid, &cgroup, &cpu, &charged);
+                if (r < 0)
+                        return log_parse_error("ListProxies", r);
+                if (r == 0)
+                        break;
+                n++;
+                (void) snprintf(id_s, sizeof(id_s), "%" PRIu32, id);
+                (void) snprintf(helper, sizeof(helper), "process %" PRIu32, pid);
+                r = table_add_row(t, id_s, slice, fmt_usec(c, charged), pid > 0 ? helper : cgroup);
+                if (r < 0)
+                        return log_oom();
+
+                o = json_object_new_object();
+                if (!o || json_object_array_add(j, o) < 0) {
+                        json_object_put(o);
+                        return log_oom();
+                }
+                json_object_object_add(o, "id", json_object_new_uint64(id));
+                json_object_object_add(o, "slice", json_object_new_string(slice));
+                json_object_object_add(o, "pid", pid > 0 ? json_object_new_uint64(pid) : NULL);
+                json_object_object_add(o, "cgroup", pid > 0 ? NULL : json_object_new_string(cgroup));
+                json_object_object_add(o, "charged_usec", json_object_new_uint64(charged));
+        }
+        if (arg_json != JSON_OFF)
+                return print_json(j);
+        if (n == 0) {
+                if (arg_legend)
+                        printf("No proxies.\n");
+                return 0;
+        }
+        r = table_print(t, stdout, arg_legend);
+        return r < 0 ? log_oom() : 0;
+}
+
+static const struct {
+        const char *name;
+        const char *arguments;
+        int min_args, max_args;
+        int (*run)(int argc, char *argv[]);
+} borrow_verbs[] = {
+        { "list", "", 0, 0, borrow_list },
+        { "charge", " SLICE TIME", 2, 2, borrow_charge },
+        { "add-proxy", " SLICE PID|CGROUP", 2, 2, borrow_add_proxy },
+        { "remove-proxy", " ID", 1, 1, borrow_remove_proxy },
+        { "proxies", "", 0, 0, borrow_proxies },
+};
+
+int verb_borrow(int argc, char *argv[]) {
+        _cleanup_free_ char *e = NULL;
+
+        if (argc < 2)
+                return borrow_list(1, argv);
+
+        FOREACH_ELEMENT(v, borrow_verbs) {
+                int n = argc - 2;
+
+                if (!streq(argv[1], v->name))
+                        continue;
+                if (n < v->min_args || n > v->max_args)
+                        return log_error_errno(EINVAL, "Wrong number of arguments: expected 'borrow %s%s'.",
+                                               v->name, v->arguments);
+                return v->run(argc - 1, argv + 1);
+        }
+
+        e = cescape(argv[1]);
+        if (!e)
+                return log_oom();
+        return log_error_errno(EINVAL,
+                               "Unknown borrow command '%s': expected list, charge, add-proxy, remove-proxy or proxies.",
+                               e);
+}
