@@ -1,0 +1,168 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The guest half of bench/borrow-logflood (seed 000, §3.3 and §7.3), run inside the VM test bed
+# with tonari installed and tonarid running on the systemd backend. Everything runs on CPU 0.
+#
+# For each N: N slices with CPUQuota=(100/N)% and equal weights. Slice c0 runs sysbench (1 thread,
+# --cpu-max-prime=10000); c1..c(N-1) run dd if=/dev/zero of=/dev/null, and in the flood cases also
+# a flood on stdout whose pipe a log copier (tonari-logcopy, the container runtime's role) drains
+# from another slice, bench-runtime.slice, writing what it reads to a file. Modes:
+#   baseline  dd only (the paper's command 1)
+#   none      flood, nothing charged
+#   proxy     flood, each copier registered with AddProxy() for its container's slice
+#   lib       flood, each copier charging its container through libtonari (--charge=)
+# Prints sysbench events/s per case, the ratios to the baseline, and tonarid's CPU time.
+#
+# usage: borrow-logflood-guest.sh [--n=2,3,4,5] [--floods=yes,lsmod,echo] [--modes=none,proxy,lib]
+#                                 [--time=10] [--logcopy=PATH]
+set -eu
+set -o pipefail
+
+ns=2,3,4,5 floods=yes,lsmod,echo modes=none,proxy,lib time=10
+logcopy=${TONARI_VM_SHARE:-/nonexistent}/artifacts/tonari-logcopy
+for a in "$@"; do
+        case "$a" in
+        --n=*) ns=${a#*=} ;;
+        --floods=*) floods=${a#*=} ;;
+        --modes=*) modes=${a#*=} ;;
+        --time=*) time=${a#*=} ;;
+        --logcopy=*) logcopy=${a#*=} ;;
+        *) echo "unknown argument: $a" >&2; exit 2 ;;
+        esac
+done
+[[ -x $logcopy ]] || { echo "no log copier at $logcopy" >&2; exit 2; }
+
+work=$(mktemp -d /run/bench-borrow.XXXXXX)
+declare -a pids=()
+
+flood_command() {
+        case "$1" in
+        yes) echo 'yes' ;;
+        lsmod) echo 'while true; do lsmod; done' ;;
+        echo) echo 'while true; do echo 1; done' ;;
+        *) echo "unknown flood '$1'" >&2; return 2 ;;
+        esac
+}
+
+# Starts "sh -c CMD" stopped, moves it into slice $1, then lets it run: nothing it forks escapes.
+start_in_slice() {
+        local slice=$1 cmd=$2 out=${3:-/dev/null} pid
+        taskset -c 0 sh -c 'kill -STOP $$; exec sh -c "$0"' "$cmd" >"$out" 2>&1 &
+        pid=$!
+        while [[ $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) != T ]]; do sleep 0.01; done
+        tonarictl slice attach "$slice" "$pid"
+        kill -CONT "$pid"
+        pids+=("$pid")
+        echo "$pid"
+}
+
+cleanup_case() {
+        local p
+        for p in "${pids[@]}"; do
+                pkill -KILL -P "$p" 2>/dev/null || true
+                kill -KILL "$p" 2>/dev/null || true
+        done
+        pids=()
+        systemctl stop 'bench-log-*.scope' 2>/dev/null || true
+        for p in $(tonarictl --json=short borrow proxies | python3 -c 'import json,sys; print(" ".join(str(p["id"]) for p in json.load(sys.stdin)))'); do
+                tonarictl borrow remove-proxy "$p" || true
+        done
+        sleep 0.5
+        local s
+        for s in $(tonarictl --json=short slice list | python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(sys.stdin)))'); do
+                [[ $s == c[0-9]* ]] || continue
+                tonarictl slice remove "$s" 2>/dev/null || { sleep 1; tonarictl slice remove "$s"; }
+        done
+        rm -f "$work"/*.fifo "$work"/*.log
+}
+trap 'cleanup_case; rm -rf "$work"' EXIT
+
+tonarid_cpu_usec() {
+        local pid
+        pid=$(systemctl show -P MainPID tonarid.service)
+        awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000000 / hz }' "/proc/$pid/stat"
+}
+
+# run_case N FLOOD MODE → prints events/s of sysbench in c0.
+run_case() {
+        local n=$1 flood=$2 mode=$3 quota i cmd pid copier eps
+        quota=$((100 / n))
+        for ((i = 0; i < n; i++)); do
+                tonarictl slice create "c$i" "CPUQuota=${quota}%" AllowedCPUs=0
+        done
+        for ((i = 1; i < n; i++)); do
+                if [[ $mode == baseline ]]; then
+                        start_in_slice "c$i" 'dd if=/dev/zero of=/dev/null' >/dev/null
+                        continue
+                fi
+                mkfifo "$work/c$i.fifo"
+                cmd=(taskset -c 0 "$logcopy")
+                [[ $mode == lib ]] && cmd+=(--charge="c$i")
+                # The copier, like nerdctl's logger in containerd.service: another slice.
+                systemd-run --quiet --scope --unit="bench-log-c$i" --slice=bench-runtime.slice \
+                        "${cmd[@]}" "$work/c$i.log" <"$work/c$i.fifo" &
+                copier=$!
+                pids+=("$copier")
+                start_in_slice "c$i" "dd if=/dev/zero of=/dev/null & $(flood_command "$flood")" "$work/c$i.fifo" >/dev/null
+                if [[ $mode == proxy ]]; then
+                        # systemd-run --scope execs the copier in place: the PID is the copier's.
+                        tonarictl borrow add-proxy "c$i" "$copier" >/dev/null
+                fi
+        done
+        sleep 1
+        pid=$(start_in_slice c0 "sysbench cpu --threads=1 --time=$time --cpu-max-prime=10000 run" "$work/sysbench.out")
+        while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
+        eps=$(awk '/events per second:/ { print $4 }' "$work/sysbench.out")
+        [[ -n $eps ]] || { cat "$work/sysbench.out" >&2; return 1; }
+        cleanup_case
+        echo "$eps"
+}
+
+IFS=, read -ra n_list <<<"$ns"
+IFS=, read -ra flood_list <<<"$floods"
+IFS=, read -ra mode_list <<<"$modes"
+
+echo "sysbench $(sysbench --version | awk '{ print $2 }'), $time s per run, all on CPU 0; events per second:"
+cpu_start=$(tonarid_cpu_usec)
+wall_start=$(date +%s%N)
+declare -A eps
+for n in "${n_list[@]}"; do
+        eps[$n,baseline]=$(run_case "$n" - baseline)
+        for f in "${flood_list[@]}"; do
+                for m in "${mode_list[@]}"; do
+                        eps[$n,$f,$m]=$(run_case "$n" "$f" "$m")
+                done
+        done
+done
+cpu_end=$(tonarid_cpu_usec)
+wall_end=$(date +%s%N)
+
+header="N  baseline"
+for f in "${flood_list[@]}"; do for m in "${mode_list[@]}"; do header+=$(printf ' %12s' "$f/$m"); done; done
+echo "$header"
+for n in "${n_list[@]}"; do
+        line=$(printf '%-2s %8s' "$n" "${eps[$n,baseline]}")
+        for f in "${flood_list[@]}"; do for m in "${mode_list[@]}"; do line+=$(printf ' %12s' "${eps[$n,$f,$m]}"); done; done
+        echo "$line"
+done
+echo
+echo "Ratio to the baseline (paper Table 4: 0.50-0.78 without borrowing; Table 9: 0.70-0.95 with):"
+echo "$header" | sed 's/baseline/        /'
+for n in "${n_list[@]}"; do
+        line=$(printf '%-2s %8s' "$n" "")
+        for f in "${flood_list[@]}"; do
+                for m in "${mode_list[@]}"; do
+                        r=$(awk -v a="${eps[$n,$f,$m]}" -v b="${eps[$n,baseline]}" 'BEGIN { printf "%.2f", a / b }')
+                        line+=$(printf ' %12s' "$r")
+                        echo "RATIO n=$n flood=$f mode=$m ratio=$r" >>"$work/ratios"
+                done
+        done
+        echo "$line"
+done
+echo
+awk -v c=$((cpu_end - cpu_start)) -v w=$(((wall_end - wall_start) / 1000)) \
+        'BEGIN { printf "tonarid CPU time during the runs: %.2f s of %.0f s wall (%.2f%% of one CPU)\n", c / 1e6, w / 1e6, 100 * c / w }'
+echo "GetStatus: $(busctl call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 GetStatus --json=short |
+        python3 -c 'import json,sys; d=json.load(sys.stdin)["data"][0]; print({k: d[k]["data"] for k in ("BorrowWorkUSec", "BorrowTicks", "BorrowCgroupWrites", "CPUUsageUSec")})')"
+cat "$work/ratios"

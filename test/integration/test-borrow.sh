@@ -1,0 +1,174 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# CPU borrowing with the cgroupfs backend on this host's real cgroup file system, through tonarid
+# on a private bus: a charge shortens the slice's quota and the configured one comes back when the
+# debt is paid; a crash while shortened does not turn the shortened quota into the setting; a
+# proxy charges a helper's CPU time; libtonari in the log copier charges what copying cost; bad
+# input is refused. Needs root; creates only tonari.slice/<test slices> and removes them.
+set -eux
+set -o pipefail
+
+if (($(id -u) != 0)); then
+        echo "SKIP: needs root to create cgroups"
+        exit 77
+fi
+if [[ -e /run/systemd/system ]]; then
+        echo "SKIP: systemd manages this host's cgroups; borrowing with systemd is tested in the VM (TEST-03)"
+        exit 77
+fi
+if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+        CPU_DIR=/sys/fs/cgroup
+elif [[ -d /sys/fs/cgroup/cpu ]]; then
+        CPU_DIR=/sys/fs/cgroup/cpu
+else
+        echo "SKIP: no cgroup v2 root and no v1 cpu hierarchy under /sys/fs/cgroup"
+        exit 77
+fi
+
+. "$(dirname "$0")/lib.sh"
+
+P=b$$
+CTL=("$TONARICTL" --bus-address="$BUS")
+
+quota_of() {
+        if [[ $CPU_DIR == /sys/fs/cgroup ]]; then
+                cut -d' ' -f1 "$CPU_DIR/tonari.slice/$1/cpu.max"
+        else
+                cat "$CPU_DIR/tonari.slice/$1/cpu.cfs_quota_us"
+        fi
+}
+
+bprop() {
+        busctl --address="$BUS" get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Borrowing1 "$2" |
+                cut -d' ' -f2
+}
+
+cleanup_slices() {
+        local d pid
+        for d in /sys/fs/cgroup/*/tonari.slice/"$P"* /sys/fs/cgroup/tonari.slice/"$P"*; do
+                [[ -d $d ]] || continue
+                for pid in $(cat "$d/cgroup.procs" 2>/dev/null); do
+                        kill -KILL "$pid" 2>/dev/null || true
+                done
+                sleep 0.2
+                rmdir "$d" 2>/dev/null || true
+        done
+        return 0
+}
+
+conf() {
+        printf '[Manager]\nRuntimeDirectory=%s/run-%s\n' "$TESTDIR" "$1" >"$TESTDIR/$1.conf"
+}
+
+testcase_charge_and_repay() {
+        trap '_kill_tonarids; kill ${loop:-} 2>/dev/null; cleanup_slices' EXIT
+        conf repay
+        start_tonarid repay
+        "${CTL[@]}" slice create "${P}a" CPUQuota=50%
+        sh -c 'while :; do :; done' &
+        loop=$!
+        "${CTL[@]}" slice attach "${P}a" "$loop"
+        "${CTL[@]}" borrow charge "${P}a" 500ms
+        sleep 0.25
+        assert_eq 1000 "$(quota_of "${P}a")"
+        assert_eq 500000 "$(bprop "${P}a" BorrowedUSec)"
+        # 500 ms at 50 ms per period: 10 periods, then the configured quota again.
+        sleep 1.5
+        assert_eq 50000 "$(quota_of "${P}a")"
+        assert_eq 0 "$(bprop "${P}a" DebtUSec)"
+        assert_eq 10 "$(bprop "${P}a" PeriodsShortened)"
+        assert_eq 490000 "$(bprop "${P}a" RepaidUSec)"
+        assert_eq 10000 "$(bprop "${P}a" ForgivenUSec)"
+        assert_match "Slice '${P}a' owes 500ms of CPU time that helpers spent for it: shortening its quota from 50ms to 1ms" \
+                "$(cat "$TESTDIR/repay.log")"
+        kill "$loop"
+        sleep 0.3
+        "${CTL[@]}" slice remove "${P}a"
+        stop_tonarid repay
+}
+
+testcase_crash_while_shortened() {
+        trap '_kill_tonarids; cleanup_slices' EXIT
+        conf crash
+        start_tonarid crash
+        "${CTL[@]}" slice create "${P}c" CPUQuota=30%
+        "${CTL[@]}" borrow charge "${P}c" 5s
+        sleep 1.3 # the state file is written within a second
+        assert_eq 1000 "$(quota_of "${P}c")"
+        kill -KILL "$TONARID_PID"
+        sleep 0.2
+        # Adoption alone would read the shortened quota back as the setting; the state says better.
+        start_tonarid crash
+        assert_eq "t 300000" "$(busctl --address="$BUS" get-property org.tonari.Manager1 "/org/tonari/slice/${P}c" org.tonari.Slice1 CPUQuotaPerSecUSec)"
+        assert_ge "$(bprop "${P}c" DebtUSec)" 4000000 "debt after the crash"
+        # A clean stop puts the configured quota back.
+        stop_tonarid crash
+        assert_eq 30000 "$(quota_of "${P}c")"
+        start_tonarid crash
+        "${CTL[@]}" slice remove "${P}c"
+        stop_tonarid crash
+}
+
+testcase_proxy_and_libtonari() {
+        trap '_kill_tonarids; kill ${helper:-} ${copier:-} ${flood:-} 2>/dev/null; cleanup_slices' EXIT
+        conf proxy
+        start_tonarid proxy
+        "${CTL[@]}" slice create "${P}p" CPUQuota=50%
+        sh -c 'while :; do :; done' &
+        helper=$!
+        id=$("${CTL[@]}" borrow add-proxy "${P}p" "$helper")
+        sleep 1
+        assert_ge "$(bprop "${P}p" BorrowedUSec)" 300000 "charged for the helper"
+        assert_match "^$id +${P}p " "$("${CTL[@]}" --no-legend borrow proxies)"
+        kill "$helper"
+        sleep 0.5
+        assert_eq "" "$("${CTL[@]}" --no-legend borrow proxies)"
+
+        # libtonari: the log copier charges the slice for copying a flood.
+        "${CTL[@]}" slice create "${P}l"
+        mkfifo "$TESTDIR/flood.fifo"
+        TONARI_BUS_ADDRESS="$BUS" "$LOGCOPY" --charge="${P}l" "$TESTDIR/flood.out" <"$TESTDIR/flood.fifo" &
+        copier=$!
+        timeout 2 yes >"$TESTDIR/flood.fifo" || true
+        sleep 0.5
+        kill "$copier" 2>/dev/null || true
+        wait "$copier" || true
+        assert_ge "$(stat -c %s "$TESTDIR/flood.out")" 1000000 "bytes copied"
+        assert_ge "$(bprop "${P}l" BorrowedUSec)" 50000 "charged by libtonari"
+        rm -f "$TESTDIR/flood.fifo" "$TESTDIR/flood.out"
+        "${CTL[@]}" slice remove "${P}p"
+        "${CTL[@]}" slice remove "${P}l"
+        stop_tonarid proxy
+}
+
+testcase_bad_input() {
+        trap '_kill_tonarids; cleanup_slices' EXIT
+        conf bad
+        start_tonarid bad
+        "${CTL[@]}" slice create "${P}x"
+        assert_rc 5 "${CTL[@]}" borrow charge "${P}nosuch" 1ms
+        assert_rc 2 "${CTL[@]}" borrow charge 'a/b' 1ms
+        assert_rc 2 "${CTL[@]}" borrow charge "${P}x" 0
+        assert_rc 2 "${CTL[@]}" borrow charge "${P}x" 2h
+        assert_rc 2 "${CTL[@]}" borrow add-proxy "${P}x" 1
+        assert_rc 2 "${CTL[@]}" borrow add-proxy "${P}x" 2
+        assert_rc 1 "${CTL[@]}" borrow add-proxy "${P}x" 999999999
+        assert_rc 2 "${CTL[@]}" borrow add-proxy "${P}x" /tonari.slice
+        assert_rc 2 "${CTL[@]}" borrow add-proxy "${P}x" '/a b'
+        assert_rc 1 "${CTL[@]}" borrow remove-proxy 12345
+        nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
+        assert_rc 4 "${nobody[@]}" "${CTL[@]}" borrow charge "${P}x" 1ms
+        "${nobody[@]}" "${CTL[@]}" borrow list >/dev/null
+        # The state file is checked line by line: garbage is ignored, not trusted.
+        stop_tonarid bad
+        printf '# tonari borrow state 1\ntarget ../../etc debt=1\nproxy 0 x pid=1\ntarget %s debt=nan\n' "${P}x" \
+                >"$TESTDIR/run-bad/borrow.state"
+        start_tonarid bad
+        assert_eq 0 "$(bprop "${P}x" DebtUSec)"
+        assert_match "ignoring malformed line" "$(cat "$TESTDIR/bad.log")"
+        "${CTL[@]}" slice remove "${P}x"
+        stop_tonarid bad
+}
+
+run_testcases

@@ -1,0 +1,203 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# TEST-03-borrow: CPU borrowing with the systemd backend. A charge shortens the slice's quota in
+# the leaf of its delegated scope and the configured CPUQuota= stays as it was; debt and proxies
+# survive a restart of tonarid; proxies charge a helper's CPU time and go away with it; bad input
+# and unprivileged callers are refused; and the paper's log flood (seed 000, N=2, `yes`) costs the
+# benchmark container < 0.75 of its baseline without borrowing and >= 0.90 with a proxy or with
+# libtonari in the log copier.
+# Run: meson test -C build TEST-03-borrow (needs the packages and bench/tonari-logcopy)
+set -eux
+set -o pipefail
+
+# shellcheck source-path=SCRIPTDIR source=../testlib.sh
+. "$TONARI_VM_SHARE/testlib.sh"
+
+A=$TONARI_VM_SHARE/artifacts
+CG=/sys/fs/cgroup/tonari.slice
+
+bprop() {
+        busctl get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Borrowing1 "$2" | cut -d' ' -f2
+}
+
+testcase_install() {
+        # shellcheck disable=SC2046
+        DEBIAN_FRONTEND=noninteractive apt-get install -y $(find "$A" -name 'tonari_*.deb' -o -name 'libtonari0_*.deb')
+        systemctl start tonarid.service
+        assert_match '"cpu-borrowing" true' "$(busctl get-property org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 Features)"
+        # The sandbox: tonari.slice is writable, the rest of cgroupfs is not.
+        assert_match "/sys/fs/cgroup/tonari.slice" "$(systemctl show -P ReadWritePaths tonarid.service)"
+}
+
+testcase_charge_shortens_the_delegated_leaf() {
+        trap 'kill ${loop:-} ${loop2:-} 2>/dev/null || true' EXIT
+        tonarictl slice create b1 CPUQuota=50%
+        sh -c 'while :; do :; done' &
+        loop=$!
+        tonarictl slice attach b1 "$loop"
+        tonarictl borrow charge b1 2s
+        sleep 0.5
+        # The processes moved into the leaf, which carries the shortened quota; the slice unit and
+        # its cgroup keep the configured one.
+        assert_match "(^|[[:space:]])$loop([[:space:]]|$)" "$(cat $CG/tonari-b1.slice/tonari-b1.scope/tenant/cgroup.procs)"
+        assert_eq "" "$(cat $CG/tonari-b1.slice/tonari-b1.scope/cgroup.procs)"
+        assert_eq "1000 100000" "$(cat $CG/tonari-b1.slice/tonari-b1.scope/tenant/cpu.max)"
+        assert_eq "50000 100000" "$(cat $CG/tonari-b1.slice/cpu.max)"
+        assert_eq 500ms "$(systemctl show -P CPUQuotaPerSecUSec tonari-b1.slice)"
+        assert_eq 2000000 "$(bprop b1 BorrowedUSec)"
+        assert_eq 1000 "$(bprop b1 CPUQuotaLimitUSec)"
+        assert_match '^b1 +2s ' "$(tonarictl --no-legend borrow list)"
+        # A process attached now goes to the leaf (the scope itself can hold none any more).
+        sh -c 'while :; do :; done' &
+        loop2=$!
+        tonarictl slice attach b1 "$loop2"
+        assert_match "(^|[[:space:]])$loop2([[:space:]]|$)" "$(cat $CG/tonari-b1.slice/tonari-b1.scope/tenant/cgroup.procs)"
+        # While shortened, the loops together get about 1 ms per 100 ms.
+        u0=$(cpu_usec "$loop") v0=$(cpu_usec "$loop2")
+        sleep 1
+        u1=$(cpu_usec "$loop") v1=$(cpu_usec "$loop2")
+        assert_le $(((u1 - u0) + (v1 - v0))) 100000 "CPU of the shortened slice in 1 s"
+        # 2 s at 50 ms per period: repaid after 40 periods, then the limit is lifted.
+        sleep 4
+        assert_eq 0 "$(bprop b1 DebtUSec)"
+        assert_eq "max 100000" "$(cat $CG/tonari-b1.slice/tonari-b1.scope/tenant/cpu.max)"
+        assert_eq 18446744073709551615 "$(bprop b1 CPUQuotaLimitUSec)"
+        assert_eq 2000000 "$(( $(bprop b1 RepaidUSec) + $(bprop b1 ForgivenUSec) ))"
+        journalctl -u tonarid --since=-1min -o cat | grep -q "Slice 'b1' owes 2s of CPU time"
+        journalctl -u tonarid --since=-1min -o cat | grep -q "Slice 'b1' has repaid"
+        kill "$loop" "$loop2"
+        sleep 0.5
+        tonarictl slice remove b1
+}
+
+testcase_slice_without_quota_is_measured_against_its_cpus() {
+        trap 'kill ${loop:-} 2>/dev/null || true' EXIT
+        tonarictl slice create b2 AllowedCPUs=0
+        sh -c 'while :; do :; done' &
+        loop=$!
+        tonarictl slice attach b2 "$loop"
+        tonarictl borrow charge b2 250ms
+        sleep 0.15
+        # One CPU: 100 ms per period of capacity, the first period shortened to the floor.
+        assert_match '^(1000|50000) 100000$' "$(cat $CG/tonari-b2.slice/tonari-b2.scope/tenant/cpu.max)"
+        sleep 1
+        assert_eq "max 100000" "$(cat $CG/tonari-b2.slice/tonari-b2.scope/tenant/cpu.max)"
+        kill "$loop"
+        sleep 0.5
+        tonarictl slice remove b2
+}
+
+testcase_debt_survives_restart() {
+        trap 'kill ${loop:-} 2>/dev/null || true' EXIT
+        tonarictl slice create b3 CPUQuota=10%
+        sh -c 'while :; do :; done' &
+        loop=$!
+        tonarictl slice attach b3 "$loop"
+        tonarictl borrow charge b3 5s
+        sleep 0.3
+        systemctl restart tonarid.service
+        assert_eq 5000000 "$(bprop b3 BorrowedUSec)"
+        debt=$(bprop b3 DebtUSec)
+        assert_ge "$debt" 4000000 "debt after the restart"
+        sleep 0.3
+        assert_eq "1000 100000" "$(cat $CG/tonari-b3.slice/tonari-b3.scope/tenant/cpu.max)"
+        # A clean stop lifts the limit (nobody repays while tonarid is down) and keeps the debt.
+        systemctl stop tonarid.service
+        assert_eq "max 100000" "$(cat $CG/tonari-b3.slice/tonari-b3.scope/tenant/cpu.max)"
+        grep -q '^target b3 debt=[1-9]' /run/tonari/borrow.state
+        systemctl start tonarid.service
+        assert_ge "$(bprop b3 DebtUSec)" 3000000 "debt after stop and start"
+        kill "$loop"
+        sleep 0.5
+        # Removing the slice drops its debt, and a new slice of that name owes nothing.
+        tonarictl slice remove b3
+        tonarictl slice create b3
+        assert_eq 0 "$(bprop b3 DebtUSec)"
+        assert_eq 0 "$(bprop b3 BorrowedUSec)"
+        tonarictl slice remove b3
+}
+
+testcase_proxy_charges_a_helper() {
+        trap 'kill ${loop:-} ${helper:-} 2>/dev/null || true' EXIT
+        tonarictl slice create b4 CPUQuota=50%
+        sh -c 'while :; do :; done' &
+        loop=$!
+        tonarictl slice attach b4 "$loop"
+        # The helper works outside the slice (here in the test's own cgroup).
+        sh -c 'while :; do :; done' &
+        helper=$!
+        id=$(tonarictl borrow add-proxy b4 "$helper")
+        assert_match "^$id +b4 " "$(tonarictl --no-legend borrow proxies)"
+        sleep 2
+        borrowed=$(bprop b4 BorrowedUSec)
+        helper_usec=$(cpu_usec "$helper")
+        # About the helper's CPU time since it was added (it ran ~2 s at up to one CPU).
+        assert_ge "$borrowed" 500000 "charged for the helper"
+        assert_le "$borrowed" "$((helper_usec + 200000))" "charged no more than the helper used"
+        # A second proxy for the same helper, and helpers inside the slice or kernel threads: refused.
+        assert_rc 1 tonarictl borrow add-proxy b4 "$helper"
+        assert_rc 2 tonarictl borrow add-proxy b4 "$loop"
+        assert_rc 2 tonarictl borrow add-proxy b4 2
+        assert_rc 2 tonarictl borrow add-proxy b4 1
+        assert_rc 2 tonarictl borrow add-proxy b4 /tonari.slice
+        assert_rc 2 tonarictl borrow add-proxy b4 /tonari.slice/tonari-b4.slice
+        # The helper exits: its proxy goes.
+        kill "$helper"
+        sleep 0.5
+        assert_eq "" "$(tonarictl --no-legend borrow proxies)"
+        journalctl -u tonarid --since=-1min -o cat | grep -q "Removed proxy $id .*: the helper process exited"
+        kill "$loop"
+        sleep 0.5
+        tonarictl slice remove b4
+}
+
+testcase_bad_input_and_access() {
+        tonarictl slice create b5
+        assert_rc 5 tonarictl borrow charge nosuch 1ms
+        assert_rc 2 tonarictl borrow charge '../x' 1ms
+        assert_rc 2 tonarictl borrow charge b5 0
+        err=$(busctl call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 ChargeCPU st b5 0 2>&1) && exit 1
+        assert_match "Invalid CPU time 0" "$err"
+        err=$(busctl call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 ChargeCPU st b5 18446744073709551615 2>&1) && exit 1
+        assert_match "expected 1 to 3600000000" "$err"
+        err=$(busctl call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 RemoveProxy u 999 2>&1) && exit 1
+        assert_match "No proxy 999" "$err"
+        # Unprivileged callers: no charging, no proxies; reading is fine.
+        nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
+        assert_rc 4 "${nobody[@]}" tonarictl borrow charge b5 1ms
+        assert_rc 4 "${nobody[@]}" tonarictl borrow add-proxy b5 1
+        "${nobody[@]}" tonarictl borrow list >/dev/null
+        "${nobody[@]}" tonarictl borrow proxies >/dev/null
+        # tonarid.conf can allow a user to charge.
+        mkdir -p /etc/tonari/tonarid.conf.d
+        printf '[Borrow]\nAllowUsers=nobody\n' >/etc/tonari/tonarid.conf.d/50-test.conf
+        systemctl reload tonarid.service
+        "${nobody[@]}" tonarictl borrow charge b5 1ms
+        rm /etc/tonari/tonarid.conf.d/50-test.conf
+        systemctl reload tonarid.service
+        assert_rc 4 "${nobody[@]}" tonarictl borrow charge b5 1ms
+        # A caller inside the slice would make it pay twice.
+        err=$(systemd-run --quiet --wait --pipe --slice=tonari-b5.slice \
+                busctl call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 ChargeCPU st b5 1000 2>&1) && exit 1
+        assert_match "runs in slice 'b5' itself" "$err"
+        tonarictl slice remove b5
+}
+
+testcase_log_flood() {
+        # The paper's experiment at N=2 with the heaviest flood (yes): Table 4 and Table 9.
+        out=$(bash "$A/borrow-logflood-guest.sh" --n=2 --floods=yes --modes=none,proxy,lib --time=10 --logcopy="$A/tonari-logcopy")
+        echo "$out"
+        none=$(sed -n 's/^RATIO n=2 flood=yes mode=none ratio=//p' <<<"$out")
+        proxy=$(sed -n 's/^RATIO n=2 flood=yes mode=proxy ratio=//p' <<<"$out")
+        lib=$(sed -n 's/^RATIO n=2 flood=yes mode=lib ratio=//p' <<<"$out")
+        assert_le "${none/./}" 75 "ratio without borrowing (x100)"
+        assert_ge "${proxy/./}" 90 "ratio with a proxy (x100)"
+        assert_ge "${lib/./}" 90 "ratio with libtonari (x100)"
+}
+
+testcase_no_journal_errors() {
+        assert_eq "" "$(journalctl -u tonarid -p err -o cat)"
+}
+
+run_testcases
