@@ -7,7 +7,8 @@
 # For each N: N slices with CPUQuota=(100/N)% and equal weights. Slice c0 runs sysbench (1 thread,
 # --cpu-max-prime=10000); c1..c(N-1) run dd if=/dev/zero of=/dev/null, and in the flood cases also
 # a flood on stdout whose pipe a log copier (tonari-logcopy, the container runtime's role) drains
-# from another slice, bench-runtime.slice, writing what it reads to a file. Modes:
+# from another slice, bench-runtime.slice, writing what it reads to /dev/null (a file would fill
+# the guest's small disk within seconds of `yes`). Modes:
 #   baseline  dd only (the paper's command 1)
 #   none      flood, nothing charged
 #   proxy     flood, each copier registered with AddProxy() for its container's slice
@@ -68,8 +69,13 @@ cleanup_case() {
         for p in $(tonarictl --json=short borrow proxies | python3 -c 'import json,sys; print(" ".join(str(p["id"]) for p in json.load(sys.stdin)))'); do
                 tonarictl borrow remove-proxy "$p" || true
         done
-        sleep 0.5
         local s
+        for s in $(tonarictl --json=short slice list | python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(sys.stdin)))'); do
+                [[ $s == c[0-9]* ]] || continue
+                # Everything in the slice's scope, including what a flood loop forked meanwhile.
+                systemctl kill --signal=KILL "tonari-$s.scope" 2>/dev/null || true
+        done
+        sleep 0.5
         for s in $(tonarictl --json=short slice list | python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(sys.stdin)))'); do
                 [[ $s == c[0-9]* ]] || continue
                 tonarictl slice remove "$s" 2>/dev/null || { sleep 1; tonarictl slice remove "$s"; }
@@ -101,7 +107,7 @@ run_case() {
                 [[ $mode == lib ]] && cmd+=(--charge="c$i")
                 # The copier, like nerdctl's logger in containerd.service: another slice.
                 systemd-run --quiet --scope --unit="bench-log-c$i" --slice=bench-runtime.slice \
-                        "${cmd[@]}" "$work/c$i.log" <"$work/c$i.fifo" &
+                        "${cmd[@]}" /dev/null <"$work/c$i.fifo" &
                 copier=$!
                 pids+=("$copier")
                 start_in_slice "c$i" "dd if=/dev/zero of=/dev/null & $(flood_command "$flood")" "$work/c$i.fifo" >/dev/null
