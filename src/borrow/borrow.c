@@ -26,7 +26,7 @@
 #define BORROW_SAVE_USEC USEC_PER_SEC
 
 static void target_free(BorrowTarget *t);
-static int target_arm(BorrowTarget *t);
+static int target_arm(BorrowTarget *t, usec_t period);
 
 static void mark_dirty(BorrowManager *m) {
         m->dirty = true;
@@ -98,11 +98,16 @@ static Slice *target_slice(BorrowTarget *t) {
         return s;
 }
 
+/* The slice's CFS period: CPUQuotaPeriodSec=, or the kernel's default. */
+static usec_t slice_period(const Slice *s) {
+        return s->settings.cpu_quota_period_usec == USEC_INFINITY ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
+                                                                  : s->settings.cpu_quota_period_usec;
+}
+
 /* The quota per period the ledger works against: CPUQuota=, or the CPUs the slice may use. */
 static void target_quota(BorrowTarget *t, Slice *s, usec_t *ret_quota, usec_t *ret_period) {
         const CGroupSettings *c = &s->settings;
-        usec_t period = c->cpu_quota_period_usec == USEC_INFINITY ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
-                                                                   : c->cpu_quota_period_usec;
+        usec_t period = slice_period(s);
         unsigned n;
 
         if (c->cpu_quota_per_sec_usec != USEC_INFINITY) {
@@ -140,9 +145,7 @@ static int target_write(BorrowTarget *t, Slice *s, usec_t limit, usec_t period) 
                 value = limit;
                 if (limit == USEC_INFINITY && t->limit_own) {
                         /* The slice's own cgroup: put its configured CPUQuota= back. */
-                        period = s->settings.cpu_quota_period_usec == USEC_INFINITY
-                                         ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
-                                         : s->settings.cpu_quota_period_usec;
+                        period = slice_period(s);
                         value = cgroup_cpu_quota_per_period(s->settings.cpu_quota_per_sec_usec, period);
                 }
                 r = cgroup_set_cpu_max(root, t->limit_cgroup, value, period);
@@ -222,7 +225,7 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 return 0;
         }
         if (s->state == SLICE_CREATING)
-                return target_arm(t);
+                return target_arm(t, slice_period(s));
 
         target_quota(t, s, &quota, &period);
         limit = borrow_account_period(&t->account, &m->policy, quota);
@@ -255,7 +258,7 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 t->limit_cgroup = mfree(t->limit_cgroup);
                 (void) sd_event_source_set_enabled(t->timer, SD_EVENT_OFF);
         } else
-                (void) target_arm(t);
+                (void) target_arm(t, period);
 
         m->n_ticks++;
         m->work_usec += now(CLOCK_MONOTONIC) - start;
@@ -263,16 +266,10 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
 }
 
 /* Schedules the next tick one period from now. */
-static int target_arm(BorrowTarget *t) {
+static int target_arm(BorrowTarget *t, usec_t period) {
         /* Accuracy 1 µs: sd-event's default (250 ms) would merge ticks of several periods. */
-        usec_t period = t->period_usec > 0 ? t->period_usec : CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC;
-        Slice *s = target_slice(t);
         int r;
 
-        if (s) {
-                usec_t q;
-                target_quota(t, s, &q, &period);
-        }
         if (!t->timer) {
                 r = sd_event_add_time_relative(t->manager->event, &t->timer, CLOCK_MONOTONIC, period, 1,
                                                on_target_tick, t);
@@ -285,6 +282,12 @@ static int target_arm(BorrowTarget *t) {
         if (r < 0)
                 return r;
         return sd_event_source_set_enabled(t->timer, SD_EVENT_ONESHOT);
+}
+
+/* The period of the slice a target belongs to, for a target whose tick is not running. */
+static usec_t target_period(BorrowTarget *t) {
+        Slice *s = target_slice(t);
+        return s ? slice_period(s) : CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC;
 }
 
 static int target_charge(BorrowManager *m, const char *name, uint64_t slice_id, usec_t usec) {
@@ -308,7 +311,7 @@ static int target_charge(BorrowManager *m, const char *name, uint64_t slice_id, 
         if (t->timer)
                 (void) sd_event_source_get_enabled(t->timer, &enabled);
         if (enabled == SD_EVENT_OFF)
-                return target_arm(t);
+                return target_arm(t, target_period(t));
         return 0;
 }
 
@@ -589,6 +592,13 @@ int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *
         return 0;
 }
 
+size_t borrow_manager_count_proxies(BorrowManager *m) {
+        size_t n = 0;
+        for (BorrowProxy *p = m ? m->proxies : NULL; p; p = p->next)
+                n++;
+        return n;
+}
+
 /* ---- state file */
 
 static int save_state(BorrowManager *m) {
@@ -688,8 +698,7 @@ static void restore_target(BorrowManager *m, BorrowStateEntry *e) {
         t->configured_period_usec = e->configured_period_usec;
 
         if (t->limit_usec != USEC_INFINITY && t->limit_own) {
-                usec_t period = s->settings.cpu_quota_period_usec == USEC_INFINITY ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
-                                                                                   : s->settings.cpu_quota_period_usec;
+                usec_t period = slice_period(s);
 
                 /* tonarid stopped while the slice's own cpu.max held the shortened quota, so
                  * adoption read that back as the slice's setting: put the configured one back. */
@@ -703,7 +712,7 @@ static void restore_target(BorrowManager *m, BorrowStateEntry *e) {
                         return (void) log_oom();
         }
         if (t->account.debt_usec > 0 || t->limit_usec != USEC_INFINITY)
-                (void) target_arm(t);
+                (void) target_arm(t, slice_period(s));
 }
 
 static void restore_proxy(BorrowManager *m, BorrowStateEntry *e) {

@@ -118,6 +118,7 @@ int borrow_manager_charge(BorrowManager *m, Slice *s, usec_t usec);
 int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *cgroup, BorrowProxy **ret);
 BorrowProxy *borrow_manager_find_proxy(BorrowManager *m, uint32_t id) _pure_;
 void borrow_proxy_remove(BorrowProxy *p, const char *reason);
+size_t borrow_manager_count_proxies(BorrowManager *m); /* m may be NULL */
 
 /* Whether the cgroup a process is in (absolute path) lies in slice s or below it. */
 int borrow_process_in_slice(BorrowManager *m, Slice *s, pid_t pid);

@@ -58,6 +58,38 @@ JsonMode arg_json = JSON_OFF;
 bool arg_legend = true;
 const char *arg_move_to = NULL;
 
+int dispatch_subverb(const SubVerb *verbs, size_t n_verbs, const char *expected, int (*default_verb)(int, char **),
+                     int argc, char *argv[]) {
+        _cleanup_free_ char *e = NULL;
+
+        if (argc < 2) {
+                if (default_verb)
+                        return default_verb(argc, argv);
+                return log_error_errno(EINVAL, "'%s' needs a command: %s. See '%s --help'.", argv[0], expected,
+                                       program_invocation_short_name);
+        }
+        for (size_t i = 0; i < n_verbs; i++) {
+                const SubVerb *v = verbs + i;
+                int n = argc - 2;
+
+                if (!streq(argv[1], v->name))
+                        continue;
+                if (n < v->min_args || n > v->max_args)
+                        return log_error_errno(EINVAL, "Wrong number of arguments: expected '%s %s%s'.", argv[0],
+                                               v->name, v->arguments);
+                return v->run(argc - 1, argv + 1);
+        }
+        e = cescape(argv[1]);
+        if (!e)
+                return log_oom();
+        return log_error_errno(EINVAL, "Unknown %s command '%s': expected %s.", argv[0], e, expected);
+}
+
+int log_parse_error(const char *member, int r) {
+        log_error_errno(r, "Failed to parse the reply of %s(): %m", member);
+        return -EBADMSG;
+}
+
 /* The daemon checks names again; checking here gives exit status 2 without a round trip. */
 int check_slice_name(const char *name) {
         _cleanup_free_ char *e = NULL;

@@ -12,6 +12,7 @@
  * verbs must not pass another -ENOENT through). Anything else is 1.
  */
 
+#include <limits.h>
 #include <stdbool.h>
 
 #include <json-c/json.h>
@@ -40,6 +41,26 @@ static inline void json_object_putp(json_object **j) {
                 json_object_put(*j);
 }
 #define _cleanup_json_ _cleanup_(json_object_putp)
+
+/* A command of a verb group ("slice create", "borrow list"). */
+typedef struct SubVerb {
+        const char *name;
+        const char *arguments;  /* for the message about a wrong number of them */
+        int min_args, max_args; /* not counting the command itself */
+        int (*run)(int argc, char *argv[]);
+} SubVerb;
+#define ARGS_ANY INT_MAX
+
+/*
+ * Runs the command argv[1] of verb group argv[0] from verbs; a missing or unknown command, or a
+ * wrong number of arguments, is a usage error naming the choices (expected: "create, set or ...").
+ * Without a command, runs default_verb if given.
+ */
+int dispatch_subverb(const SubVerb *verbs, size_t n_verbs, const char *expected, int (*default_verb)(int, char **),
+                     int argc, char *argv[]);
+
+/* A reply that is not what the API promises is a failure (exit status 1), never a usage error. */
+int log_parse_error(const char *member, int r);
 
 /* Checks a slice name locally (exit status 2 without a round trip); the daemon checks again. */
 int check_slice_name(const char *name);

@@ -15,11 +15,6 @@
 #include "tonarictl.h"
 #include "verb-borrow.h"
 
-static int log_parse_error(const char *member, int r) {
-        log_error_errno(r, "Failed to parse the reply of %s(): %m", member);
-        return -EBADMSG;
-}
-
 static const char *fmt_usec(char buf[static FORMAT_TIMESPAN_MAX], uint64_t u) {
         if (u == UINT64_MAX)
                 return NULL; /* prints as "-" */
@@ -266,12 +261,7 @@ static int borrow_proxies(int argc, char *argv[]) {
         return r < 0 ? log_oom() : 0;
 }
 
-static const struct {
-        const char *name;
-        const char *arguments;
-        int min_args, max_args;
-        int (*run)(int argc, char *argv[]);
-} borrow_verbs[] = {
+static const SubVerb borrow_verbs[] = {
         { "list", "", 0, 0, borrow_list },
         { "charge", " SLICE TIME", 2, 2, borrow_charge },
         { "add-proxy", " SLICE PID|CGROUP", 2, 2, borrow_add_proxy },
@@ -280,26 +270,6 @@ static const struct {
 };
 
 int verb_borrow(int argc, char *argv[]) {
-        _cleanup_free_ char *e = NULL;
-
-        if (argc < 2)
-                return borrow_list(1, argv);
-
-        FOREACH_ELEMENT(v, borrow_verbs) {
-                int n = argc - 2;
-
-                if (!streq(argv[1], v->name))
-                        continue;
-                if (n < v->min_args || n > v->max_args)
-                        return log_error_errno(EINVAL, "Wrong number of arguments: expected 'borrow %s%s'.",
-                                               v->name, v->arguments);
-                return v->run(argc - 1, argv + 1);
-        }
-
-        e = cescape(argv[1]);
-        if (!e)
-                return log_oom();
-        return log_error_errno(EINVAL,
-                               "Unknown borrow command '%s': expected list, charge, add-proxy, remove-proxy or proxies.",
-                               e);
+        return dispatch_subverb(borrow_verbs, ELEMENTSOF(borrow_verbs), "list, charge, add-proxy, remove-proxy or proxies",
+                                borrow_list, argc, argv);
 }

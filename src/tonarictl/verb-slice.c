@@ -16,14 +16,6 @@
 #include "tonarictl.h"
 #include "verb-slice.h"
 
-#define ARGS_ANY INT_MAX
-
-/* A reply that is not what the API promises is a failure (exit status 1), never a usage error. */
-static int log_parse_error(const char *member, int r) {
-        log_error_errno(r, "Failed to parse the reply of %s(): %m", member);
-        return -EBADMSG;
-}
-
 static int append_assignments(sd_bus_message *m, char **assignments) {
         int r;
 
@@ -269,12 +261,7 @@ static int slice_remove(int argc, char *argv[]) {
         return 0;
 }
 
-static const struct {
-        const char *name;
-        const char *arguments; /* for the message about a wrong number of them */
-        int min_args, max_args; /* not counting the command itself */
-        int (*run)(int argc, char *argv[]);
-} slice_verbs[] = {
+static const SubVerb slice_verbs[] = {
         { "create", " NAME [ASSIGNMENT...]", 1, ARGS_ANY, slice_create },
         { "set", " NAME ASSIGNMENT...", 2, ARGS_ANY, slice_set },
         { "show", " NAME", 1, 1, slice_show },
@@ -284,29 +271,5 @@ static const struct {
 };
 
 int verb_slice(int argc, char *argv[]) {
-        _cleanup_free_ char *e = NULL;
-
-        if (argc < 2)
-                return log_error_errno(EINVAL,
-                                       "'slice' needs a command: create, set, show, list, attach or remove. "
-                                       "See '%s --help'.",
-                                       program_invocation_short_name);
-
-        FOREACH_ELEMENT(v, slice_verbs) {
-                int n = argc - 2;
-
-                if (!streq(argv[1], v->name))
-                        continue;
-                if (n < v->min_args || n > v->max_args)
-                        return log_error_errno(EINVAL, "Wrong number of arguments: expected 'slice %s%s'.",
-                                               v->name, v->arguments);
-                return v->run(argc - 1, argv + 1);
-        }
-
-        e = cescape(argv[1]);
-        if (!e)
-                return log_oom();
-        return log_error_errno(EINVAL,
-                               "Unknown slice command '%s': expected create, set, show, list, attach or remove.",
-                               e);
+        return dispatch_subverb(slice_verbs, ELEMENTSOF(slice_verbs), "create, set, show, list, attach or remove", NULL, argc, argv);
 }

@@ -120,12 +120,7 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
                 return r;
         /* What enforcing borrowing costs: time in period ticks and proxy samples, cgroup writes. */
         r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}", "BorrowProxies", "u",
-                                  (uint32_t) ({
-                                          uint32_t n = 0;
-                                          for (BorrowProxy *p = m->borrow ? m->borrow->proxies : NULL; p; p = p->next)
-                                                  n++;
-                                          n;
-                                  }),
+                                  (uint32_t) borrow_manager_count_proxies(m->borrow),
                                   "BorrowWorkUSec", "t", m->borrow ? m->borrow->work_usec : 0, "BorrowTicks", "t",
                                   m->borrow ? m->borrow->n_ticks : 0, "BorrowCgroupWrites", "t",
                                   m->borrow ? m->borrow->n_writes : 0);

@@ -54,6 +54,21 @@ _cleanup() {
 }
 trap _cleanup EXIT
 
+# cleanup_slices: removes what a testcase of a root test left behind: the processes and cgroups of
+# the slices whose names start with $P (the script's own prefix).
+cleanup_slices() {
+        local d pid
+        for d in /sys/fs/cgroup/*/tonari.slice/"$P"* /sys/fs/cgroup/tonari.slice/"$P"*; do
+                [[ -d $d ]] || continue
+                for pid in $(cat "$d/cgroup.procs" 2>/dev/null); do
+                        kill -KILL "$pid" 2>/dev/null || true
+                done
+                sleep 0.2
+                rmdir "$d" 2>/dev/null || true
+        done
+        return 0
+}
+
 # new_bus DIR POLICY...: starts a private bus in DIR and prints its address.
 new_bus() {
         local dir=$1

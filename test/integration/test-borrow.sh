@@ -44,19 +44,6 @@ bprop() {
                 cut -d' ' -f2
 }
 
-cleanup_slices() {
-        local d pid
-        for d in /sys/fs/cgroup/*/tonari.slice/"$P"* /sys/fs/cgroup/tonari.slice/"$P"*; do
-                [[ -d $d ]] || continue
-                for pid in $(cat "$d/cgroup.procs" 2>/dev/null); do
-                        kill -KILL "$pid" 2>/dev/null || true
-                done
-                sleep 0.2
-                rmdir "$d" 2>/dev/null || true
-        done
-        return 0
-}
-
 conf() {
         printf '[Manager]\nRuntimeDirectory=%s/run-%s\n' "$TESTDIR" "$1" >"$TESTDIR/$1.conf"
 }

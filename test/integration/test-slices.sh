@@ -40,20 +40,6 @@ sprop() {
         busctl --address="$BUS" get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Slice1 "$2"
 }
 
-# Removes what a testcase left behind: its slices' processes and directories.
-cleanup_slices() {
-        local d pid
-        for d in /sys/fs/cgroup/*/tonari.slice/"$P"* /sys/fs/cgroup/tonari.slice/"$P"*; do
-                [[ -d $d ]] || continue
-                for pid in $(cat "$d/cgroup.procs" 2>/dev/null); do
-                        kill -KILL "$pid" 2>/dev/null || true
-                done
-                sleep 0.2
-                rmdir "$d" 2>/dev/null || true
-        done
-        return 0
-}
-
 testcase_create_show_list_remove() {
         trap '_kill_tonarids; cleanup_slices' EXIT
         start_tonarid csl
