@@ -68,7 +68,7 @@ testcase_start_and_properties() {
         assert_match '"numa" true "2 nodes online \(0-1\)"' "$features"
         assert_match '"psi" true' "$features"
         assert_match '"slices" true "systemd backend: transient units below tonari.slice"' "$features"
-        assert_match '"cpu-borrowing" true "enforced by tonarid in userspace in the delegated scopes of the slices' "$features"
+        assert_match '"cpu-borrowing" true "enforced by tonarid in userspace on the delegated scopes of the slices' "$features"
         # Idle page tracking exists only in tonari's own kernel build (kernel/build).
         if [[ " $(</proc/cmdline) " == *" tonari.kernel=custom "* ]]; then
                 assert_match '"page-idle" true "/sys/kernel/mm/page_idle/bitmap present"' "$features"
