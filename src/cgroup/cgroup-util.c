@@ -601,13 +601,14 @@ int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit 
         return 0;
 }
 
-int cgroup_cpu_stat_usage_parse(const char *text, usec_t *ret) {
+int cgroup_cpu_stat_parse(const char *text, const char *key, uint64_t *ret) {
         _cleanup_strv_free_ char **lines = NULL;
-        uint64_t usage = 0;
+        uint64_t value = 0;
         bool found = false;
         int r;
 
         assert_return(text, -EINVAL);
+        assert_return(key, -EINVAL);
 
         r = strv_split(text, "\n", &lines);
         if (r < 0)
@@ -622,17 +623,17 @@ int cgroup_cpu_stat_usage_parse(const char *text, usec_t *ret) {
                         return r;
                 if (strv_length(f) != 2 || !key_is_valid(f[0], strlen(f[0])) || safe_atou64(f[1], &v) < 0)
                         return -EINVAL;
-                if (streq(f[0], "usage_usec")) {
+                if (streq(f[0], key)) {
                         if (found)
                                 return -EINVAL;
-                        usage = v;
+                        value = v;
                         found = true;
                 }
         }
         if (!found)
                 return -EINVAL;
         if (ret)
-                *ret = usage;
+                *ret = value;
         return 0;
 }
 

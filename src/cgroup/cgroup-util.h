@@ -143,6 +143,7 @@ int cgroup_io_max_parse(const char *text, CGroupIODeviceLimit **ret, size_t *ret
 int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit **list, size_t *n);
 
 /* Usage files. */
-int cgroup_cpu_stat_usage_parse(const char *text, usec_t *ret);              /* v2 cpu.stat usage_usec */
+/* One key of cpu.stat (v2; v1's cpu controller has the same flat format, e.g. nr_periods). */
+int cgroup_cpu_stat_parse(const char *text, const char *key, uint64_t *ret);
 int cgroup_io_stat_parse(const char *text, uint64_t *ret_rbytes, uint64_t *ret_wbytes); /* v2 io.stat */
 int cgroup_blkio_bytes_parse(const char *text, uint64_t *ret_rbytes, uint64_t *ret_wbytes); /* v1 io_service_bytes */

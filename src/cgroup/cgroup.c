@@ -778,6 +778,19 @@ int cgroup_set_cpu_max(CGroupRoot *r, const char *path, usec_t quota_usec, usec_
         return cgroup_write_file(r, NULL, path, "cpu.max", buf);
 }
 
+int cgroup_read_cpu_periods(CGroupRoot *r, const char *path, uint64_t *ret) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        assert_return(r, -EINVAL);
+        assert_return(ret, -EINVAL);
+
+        k = cgroup_read_file(r, "cpu", path, "cpu.stat", &text);
+        if (k < 0)
+                return k;
+        return cgroup_cpu_stat_parse(text, "nr_periods", ret);
+}
+
 /* 1 if something was removed, 0 if the cgroup was gone already (in every hierarchy). */
 int cgroup_remove(CGroupRoot *r, const char *path) {
         bool removed = false;
@@ -1585,7 +1598,7 @@ int cgroup_read_usage(CGroupRoot *r, const char *path, CGroupUsage *ret) {
         if (v2) {
                 k = cgroup_read_file(r, NULL, path, "cpu.stat", &text);
                 if (k >= 0)
-                        k = cgroup_cpu_stat_usage_parse(text, &u.cpu_usage_usec);
+                        k = cgroup_cpu_stat_parse(text, "usage_usec", &u.cpu_usage_usec);
         } else {
                 k = read_u64(r, "cpuacct", path, "cpuacct.usage", &u.cpu_usage_usec);
                 if (k >= 0)

@@ -55,6 +55,11 @@ int cgroup_make_leaf(CGroupRoot *r, const char *parent, const char *leaf, const 
  * -ERANGE for a quota below 1 ms or a period outside 1 ms..1 s.
  */
 int cgroup_set_cpu_max(CGroupRoot *r, const char *path, usec_t quota_usec, usec_t period_usec);
+/*
+ * How many CFS bandwidth periods of path have ended (cpu.stat nr_periods, v2 and v1). The count
+ * only moves while a limit is set and the cgroup runs; it tells where the kernel's periods start.
+ */
+int cgroup_read_cpu_periods(CGroupRoot *r, const char *path, uint64_t *ret);
 /* Removes path in every hierarchy; -EBUSY while it has processes or children. */
 int cgroup_remove(CGroupRoot *r, const char *path);
 int cgroup_exists(CGroupRoot *r, const char *path);

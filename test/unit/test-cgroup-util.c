@@ -650,7 +650,7 @@ START_TEST(test_blkio_throttle_parse_garbage) {
 }
 END_TEST
 
-START_TEST(test_cpu_stat_usage_parse) {
+START_TEST(test_cpu_stat_parse) {
         static const char *const bad[] = {
                 "",
                 "user_usec 1\n",                        /* no usage_usec */
@@ -667,7 +667,7 @@ START_TEST(test_cpu_stat_usage_parse) {
         };
         usec_t u = 42;
 
-        ck_assert_int_eq(cgroup_cpu_stat_usage_parse("usage_usec 123456\n"
+        ck_assert_int_eq(cgroup_cpu_stat_parse("usage_usec 123456\n"
                                                      "user_usec 100000\n"
                                                      "system_usec 23456\n"
                                                      "core_sched.force_idle_usec 0\n"
@@ -676,15 +676,21 @@ START_TEST(test_cpu_stat_usage_parse) {
                                                      "throttled_usec 5000\n"
                                                      "nr_bursts 0\n"
                                                      "burst_usec 0\n",
-                                                     &u),
+                                               "usage_usec", &u),
                          0);
         ck_assert_uint_eq(u, 123456);
-        ck_assert_int_eq(cgroup_cpu_stat_usage_parse("user_usec 1\nusage_usec 18446744073709551615", &u), 0);
+        ck_assert_int_eq(cgroup_cpu_stat_parse("user_usec 1\nusage_usec 18446744073709551615", "usage_usec", &u), 0);
         ck_assert_uint_eq(u, UINT64_MAX);
+        /* v1's cpu controller: the period count the borrowing enforcer locks onto */
+        ck_assert_int_eq(cgroup_cpu_stat_parse("nr_periods 7\nnr_throttled 2\nthrottled_time 1234\n", "nr_periods", &u),
+                         0);
+        ck_assert_uint_eq(u, 7);
+        ck_assert_int_eq(cgroup_cpu_stat_parse("nr_periods 7\n", "nr_throttled", &u), -EINVAL);
+        ck_assert_uint_eq(u, 7);
 
         u = 42;
         FOREACH_ELEMENT(b, bad) {
-                ck_assert_msg(cgroup_cpu_stat_usage_parse(*b, &u) == -EINVAL, "accepted '%s'", *b);
+                ck_assert_msg(cgroup_cpu_stat_parse(*b, "usage_usec", &u) == -EINVAL, "accepted '%s'", *b);
                 ck_assert_uint_eq(u, 42);
         }
 }
@@ -787,4 +793,4 @@ TEST_SUITE("cgroup-util", test_parse_proc_cgroups, test_detect_unified, test_det
            test_cpu_max_parse_garbage, test_cpu_max_round_trip, test_cpu_weight_shares, test_io_weight_blkio,
            test_limit_parse, test_limit_format, test_io_max_format_line, test_io_max_parse,
            test_io_max_parse_garbage, test_blkio_throttle_parse, test_blkio_throttle_parse_garbage,
-           test_cpu_stat_usage_parse, test_io_stat_parse, test_blkio_bytes_parse)
+           test_cpu_stat_parse, test_io_stat_parse, test_blkio_bytes_parse)
