@@ -99,7 +99,9 @@ start_tonarid() {
         for a in "$@"; do
                 [[ $a == --bus-address=* ]] && address=${a#--bus-address=}
         done
-        trap _kill_tonarids EXIT
+        # A testcase's own EXIT trap stops the daemons too and undoes the rest of what it did:
+        # keep it rather than replace it.
+        [[ $(trap -p EXIT) == *_kill_tonarids* ]] || trap _kill_tonarids EXIT
         "$TONARID" --bus-address="$address" --config="$TESTDIR/$name.conf" "$@" >>"$TESTDIR/$name.log" 2>&1 &
         TONARID_PID=$!
         echo "$TONARID_PID" >"$TESTDIR/$name.tonarid.pid"

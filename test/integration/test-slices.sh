@@ -81,7 +81,7 @@ testcase_create_show_list_remove() {
 }
 
 testcase_cpu_quota_holds() {
-        trap '_kill_tonarids; kill ${loop:-} 2>/dev/null; cleanup_slices' EXIT
+        trap '_kill_tonarids; kill ${loop:-} 2>/dev/null || true; cleanup_slices' EXIT
         start_tonarid cpu
         "${CTL[@]}" slice create "${P}cpu" CPUQuota=20%
         sh -c 'while :; do :; done' &
@@ -104,7 +104,7 @@ testcase_cpu_quota_holds() {
 
 testcase_write_bandwidth_holds() {
         writer=
-        trap '_kill_tonarids; [[ -z $writer ]] || kill $writer 2>/dev/null; rm -f "$TESTDIR/fifo" "$TESTDIR/dd.out"; cleanup_slices' EXIT
+        trap '_kill_tonarids; [[ -z $writer ]] || kill $writer 2>/dev/null || true; rm -f "$TESTDIR/fifo" "$TESTDIR/dd.out"; cleanup_slices' EXIT
         # The block device under $TESTDIR, by its kernel name (there may be no udev, no /dev/block).
         majmin=$(mountpoint -d "$(df --output=target "$TESTDIR" | tail -n1)")
         dev=/dev/$(sed -n 's/^DEVNAME=//p' "/sys/dev/block/$majmin/uevent")
@@ -132,7 +132,7 @@ testcase_write_bandwidth_holds() {
 }
 
 testcase_restart_keeps_everything() {
-        trap '_kill_tonarids; kill ${sleeper:-} 2>/dev/null; cleanup_slices' EXIT
+        trap '_kill_tonarids; kill ${sleeper:-} 2>/dev/null || true; cleanup_slices' EXIT
         start_tonarid keep
         "${CTL[@]}" slice create "${P}keep" CPUQuota=30% CPUWeight=200 MemoryMax=128M
         sleep 600 &
@@ -159,7 +159,7 @@ testcase_restart_keeps_everything() {
 }
 
 testcase_remove_with_processes() {
-        trap '_kill_tonarids; kill ${sleeper:-} 2>/dev/null; cleanup_slices' EXIT
+        trap '_kill_tonarids; kill ${sleeper:-} 2>/dev/null || true; cleanup_slices' EXIT
         start_tonarid rm
         "${CTL[@]}" slice create "${P}from"
         "${CTL[@]}" slice create "${P}to"
