@@ -25,8 +25,27 @@
  * second of charges, and a busy ledger does not turn into a busy disk. */
 #define BORROW_SAVE_USEC USEC_PER_SEC
 
+/* Finding where the kernel's periods begin: cpu.stat is read period/20 apart until nr_periods
+ * moves, then, one period later, period/400 apart (250 µs at 100 ms) around the same spot. */
+#define BORROW_PROBE_COARSE 20
+#define BORROW_PROBE_FINE 400
+/* A cgroup whose period count did not move (it did not run) is looked at again this many
+ * periods later. */
+#define BORROW_PROBE_RETRY_PERIODS 10
+#define BORROW_BOUNDARY_TRUST_USEC (60 * USEC_PER_SEC)
+
+typedef enum BorrowProbeStage {
+        BORROW_PROBE_IDLE,
+        BORROW_PROBE_COARSE_STAGE,
+        BORROW_PROBE_FINE_STAGE,
+} BorrowProbeStage;
+
 static void target_free(BorrowTarget *t);
 static int target_arm(BorrowTarget *t, usec_t period);
+static int on_probe(sd_event_source *es, uint64_t usec, void *userdata);
+static void target_probe_start(BorrowTarget *t, usec_t period);
+static void target_probe_stop(BorrowTarget *t);
+static void proxy_sample(BorrowProxy *p);
 
 static void mark_dirty(BorrowManager *m) {
         m->dirty = true;
@@ -62,6 +81,7 @@ static int target_new(BorrowManager *m, const char *name, BorrowTarget **ret) {
                 return -ENOMEM;
         *t = (BorrowTarget){ .manager = m,
                              .limit_usec = USEC_INFINITY,
+                             .boundary_usec = USEC_INFINITY,
                              .configured_per_sec_usec = USEC_INFINITY,
                              .configured_period_usec = USEC_INFINITY };
         t->name = strdup(name);
@@ -82,8 +102,10 @@ static void target_free(BorrowTarget *t) {
                         break;
                 }
         sd_event_source_disable_unref(t->timer);
+        sd_event_source_disable_unref(t->probe);
         free(t->name);
         free(t->limit_cgroup);
+        free(t->boundary_cgroup);
         free(t);
 }
 
@@ -155,6 +177,7 @@ static int target_write(BorrowTarget *t, Slice *s, usec_t limit, usec_t period) 
                         break;
                 /* The scope ended and was made anew: find (and make) its leaf again. */
                 t->limit_cgroup = mfree(t->limit_cgroup);
+                t->boundary_usec = USEC_INFINITY;
                 if (limit == USEC_INFINITY)
                         return 0;
         }
@@ -227,6 +250,15 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         if (s->state == SLICE_CREATING)
                 return target_arm(t, slice_period(s));
 
+        /* The proxies working for this slice are read now, so that the period about to begin
+         * repays their work up to its start and not only up to their last regular sample. */
+        for (BorrowProxy *p = m->proxies, *next; p; p = next) {
+                next = p->next;
+                if (streq(p->target, t->name))
+                        proxy_sample(p);
+        }
+        debt = t->account.debt_usec;
+
         target_quota(t, s, &quota, &period);
         limit = borrow_account_period(&t->account, &m->policy, quota);
         want = limit < quota ? limit : USEC_INFINITY;
@@ -243,6 +275,7 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                                                      want == USEC_INFINITY ? "restore" : "shorten", t->name,
                                                      strna(t->limit_cgroup)));
                         t->limit_cgroup = mfree(t->limit_cgroup);
+                        t->boundary_usec = USEC_INFINITY;
                 } else {
                         if (!was_limited && want != USEC_INFINITY)
                                 target_log_start(t, debt, quota, want, period);
@@ -250,12 +283,15 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                         t->period_usec = period;
                 }
         }
+        if (t->limit_usec != USEC_INFINITY)
+                target_probe_start(t, period);
 
         if (t->limit_usec == USEC_INFINITY && t->account.debt_usec == 0) {
                 if (was_limited)
                         target_log_end(t, s->settings.cpu_quota_per_sec_usec == USEC_INFINITY ? USEC_INFINITY : quota,
                                        period);
                 t->limit_cgroup = mfree(t->limit_cgroup);
+                target_probe_stop(t);
                 (void) sd_event_source_set_enabled(t->timer, SD_EVENT_OFF);
         } else
                 (void) target_arm(t, period);
@@ -265,23 +301,167 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* Schedules the next tick one period from now. */
+/*
+ * Whether boundary_usec tells where the periods of the cgroup written to begin. Between two
+ * episodes of debt limit_cgroup is unset and the boundary found before is assumed to hold; the
+ * first write shows whether the cgroup is the same. A boundary is trusted for a minute: a scope
+ * made anew under the same name starts its periods elsewhere.
+ */
+static bool target_aligned(const BorrowTarget *t, usec_t period) {
+        return t->boundary_usec != USEC_INFINITY && t->boundary_period_usec == period && t->boundary_cgroup &&
+               (!t->limit_cgroup || streq(t->limit_cgroup, t->boundary_cgroup)) &&
+               now(CLOCK_MONOTONIC) < t->boundary_usec + BORROW_BOUNDARY_TRUST_USEC;
+}
+
+/*
+ * When the next tick is due: about one period from now, and, once the kernel's period boundaries
+ * are known, just before one of them. The margin is the probe's resolution, the most the
+ * boundary found can be late by, so a write lands at most that much before the kernel's own
+ * refill (which then hands out the same new quota) instead of in the middle of a period.
+ */
+static usec_t target_next_tick(const BorrowTarget *t, usec_t period) {
+        usec_t n = now(CLOCK_MONOTONIC), lead = period / BORROW_PROBE_FINE, earliest, k;
+
+        if (!target_aligned(t, period))
+                return n + period;
+        earliest = n + period / 2 + lead;
+        k = earliest <= t->boundary_usec ? 0 : (earliest - t->boundary_usec + period - 1) / period;
+        return t->boundary_usec + k * period - lead;
+}
+
+/* Schedules the next tick (see target_next_tick()). */
 static int target_arm(BorrowTarget *t, usec_t period) {
         /* Accuracy 1 µs: sd-event's default (250 ms) would merge ticks of several periods. */
+        usec_t when = target_next_tick(t, period);
         int r;
 
         if (!t->timer) {
-                r = sd_event_add_time_relative(t->manager->event, &t->timer, CLOCK_MONOTONIC, period, 1,
-                                               on_target_tick, t);
+                r = sd_event_add_time(t->manager->event, &t->timer, CLOCK_MONOTONIC, when, 1, on_target_tick, t);
                 if (r < 0)
                         return r;
                 (void) sd_event_source_set_description(t->timer, "borrow-period");
                 return 0;
         }
-        r = sd_event_source_set_time_relative(t->timer, period);
+        r = sd_event_source_set_time(t->timer, when);
         if (r < 0)
                 return r;
         return sd_event_source_set_enabled(t->timer, SD_EVENT_ONESHOT);
+}
+
+static void target_probe_stop(BorrowTarget *t) {
+        t->probe_stage = BORROW_PROBE_IDLE;
+        (void) sd_event_source_set_enabled(t->probe, SD_EVENT_OFF);
+}
+
+static int target_probe_read(BorrowTarget *t, uint64_t *ret) {
+        Slice *s = target_slice(t);
+
+        if (!s || !t->limit_cgroup)
+                return -ENOENT;
+        t->manager->n_probe_reads++;
+        return cgroup_read_cpu_periods(s->manager->cgroup_root, t->limit_cgroup, ret);
+}
+
+static int target_probe_schedule(BorrowTarget *t, usec_t when) {
+        int r;
+
+        if (!t->probe) {
+                r = sd_event_add_time(t->manager->event, &t->probe, CLOCK_MONOTONIC, when, 1, on_probe, t);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(t->probe, "borrow-probe");
+                return 0;
+        }
+        r = sd_event_source_set_time(t->probe, when);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(t->probe, SD_EVENT_ONESHOT);
+}
+
+/* Starts looking for the period boundaries of the cgroup a limit was just written to. */
+static void target_probe_start(BorrowTarget *t, usec_t period) {
+        usec_t n = now(CLOCK_MONOTONIC);
+        uint64_t periods;
+
+        if (t->probe_stage != BORROW_PROBE_IDLE || target_aligned(t, period) || n < t->probe_retry)
+                return;
+        if (target_probe_read(t, &periods) < 0)
+                return; /* no cpu.stat period count: ticks stay one period apart */
+        t->probe_periods = periods;
+        t->probe_last = now(CLOCK_MONOTONIC);
+        t->probe_deadline = t->probe_last + 2 * period + period / BORROW_PROBE_COARSE;
+        t->probe_stage = BORROW_PROBE_COARSE_STAGE;
+        if (target_probe_schedule(t, t->probe_last + period / BORROW_PROBE_COARSE) < 0)
+                t->probe_stage = BORROW_PROBE_IDLE;
+}
+
+static int on_probe(sd_event_source *es, uint64_t usec, void *userdata) {
+        BorrowTarget *t = userdata;
+        BorrowManager *m = t->manager;
+        usec_t start = now(CLOCK_MONOTONIC), period = t->period_usec, at, next;
+        char a[FORMAT_TIMESPAN_MAX], b[FORMAT_TIMESPAN_MAX];
+        uint64_t periods;
+        int r;
+
+        (void) es;
+        (void) usec;
+
+        r = target_probe_read(t, &periods);
+        at = now(CLOCK_MONOTONIC);
+        if (r < 0) {
+                log_debug_errno(r, "Slice '%s': cannot read the CFS period count of /%s, ticks stay unaligned: %m",
+                                t->name, strna(t->limit_cgroup));
+                target_probe_stop(t);
+                t->probe_retry = at + BORROW_PROBE_RETRY_PERIODS * period;
+                goto finish;
+        }
+
+        if (periods == t->probe_periods) {
+                if (at <= t->probe_deadline)
+                        next = at + period / (t->probe_stage == BORROW_PROBE_FINE_STAGE ? BORROW_PROBE_FINE
+                                                                                         : BORROW_PROBE_COARSE);
+                else if (t->probe_stage == BORROW_PROBE_FINE_STAGE) {
+                        /* The period that began earlier did not come round again: start over. */
+                        t->probe_stage = BORROW_PROBE_COARSE_STAGE;
+                        t->probe_deadline = at + 2 * period + period / BORROW_PROBE_COARSE;
+                        next = at + period / BORROW_PROBE_COARSE;
+                } else {
+                        /* The cgroup did not run with its limit: there is no period to find. */
+                        target_probe_stop(t);
+                        t->probe_retry = at + BORROW_PROBE_RETRY_PERIODS * period;
+                        goto finish;
+                }
+        } else if (t->probe_stage == BORROW_PROBE_COARSE_STAGE) {
+                /* A period began in (probe_last, at]: one period later, look there finely. */
+                next = t->probe_last + period - period / BORROW_PROBE_FINE;
+                if (next <= at)
+                        next = at + period / BORROW_PROBE_FINE;
+                t->probe_deadline = at + period + period / BORROW_PROBE_FINE;
+                t->probe_stage = BORROW_PROBE_FINE_STAGE;
+        } else {
+                /* A period began in (probe_last, at], and at most period/400 before at. */
+                r = free_and_strdup(&t->boundary_cgroup, t->limit_cgroup);
+                if (r < 0) {
+                        target_probe_stop(t);
+                        goto finish;
+                }
+                t->boundary_usec = at;
+                t->boundary_period_usec = period;
+                target_probe_stop(t);
+                log_debug("Slice '%s': the CFS periods of /%s begin %s into each %s interval of the monotonic clock.",
+                          t->name, t->limit_cgroup, fmt_ms(a, at % period), fmt_ms(b, period));
+                if (t->timer && t->limit_usec != USEC_INFINITY)
+                        (void) target_arm(t, period);
+                goto finish;
+        }
+
+        t->probe_periods = periods;
+        t->probe_last = at;
+        if (target_probe_schedule(t, next) < 0)
+                target_probe_stop(t);
+finish:
+        m->work_usec += now(CLOCK_MONOTONIC) - start;
+        return 0;
 }
 
 /* The period of the slice a target belongs to, for a target whose tick is not running. */

@@ -40,6 +40,21 @@ struct BorrowTarget {
         usec_t configured_per_sec_usec; /* limit_own: the slice's CPUQuota= to write back */
         usec_t configured_period_usec;
         uint64_t writes;         /* cgroup writes done for this target */
+        /*
+         * Where the kernel's periods of limit_cgroup begin. Every cpu.max write refills the
+         * quota at once, so a write in the middle of a period would hand out a second quota in
+         * it; ticks are therefore put just before a period boundary, found by watching
+         * cpu.stat nr_periods (see on_probe()).
+         */
+        usec_t boundary_usec;        /* CLOCK_MONOTONIC start of one period; USEC_INFINITY: unknown */
+        usec_t boundary_period_usec; /* the period it belongs to */
+        char *boundary_cgroup;       /* the cgroup it was found on */
+        sd_event_source *probe;
+        unsigned probe_stage;        /* BorrowProbeStage */
+        uint64_t probe_periods;      /* nr_periods at the last read */
+        usec_t probe_last;           /* when it was read */
+        usec_t probe_deadline;       /* no new period by then: the cgroup does not run */
+        usec_t probe_retry;          /* no new probe before this */
 };
 
 struct BorrowProxy {
@@ -88,6 +103,7 @@ struct BorrowManager {
         usec_t work_usec;
         uint64_t n_ticks;
         uint64_t n_writes;
+        uint64_t n_probe_reads; /* cpu.stat reads spent finding period boundaries */
 };
 
 /* Proxies are sampled this often: the CFS period systemd and the kernel default to. */

@@ -118,12 +118,14 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
                                   (uint32_t) (m->slices ? slice_manager_count(m->slices) : 0));
         if (r < 0)
                 return r;
-        /* What enforcing borrowing costs: time in period ticks and proxy samples, cgroup writes. */
-        r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}", "BorrowProxies", "u",
+        /* What enforcing borrowing costs: time in period ticks, boundary probes and proxy samples,
+         * cgroup writes and reads. */
+        r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}{sv}", "BorrowProxies", "u",
                                   (uint32_t) borrow_manager_count_proxies(m->borrow),
                                   "BorrowWorkUSec", "t", m->borrow ? m->borrow->work_usec : 0, "BorrowTicks", "t",
                                   m->borrow ? m->borrow->n_ticks : 0, "BorrowCgroupWrites", "t",
-                                  m->borrow ? m->borrow->n_writes : 0);
+                                  m->borrow ? m->borrow->n_writes : 0, "BorrowProbeReads", "t",
+                                  m->borrow ? m->borrow->n_probe_reads : 0);
         if (r < 0)
                 return r;
         r = append_status_entry(reply, "ConfigFiles", "as", append_config_files, m);

@@ -49,7 +49,7 @@ conf() {
 }
 
 testcase_charge_and_repay() {
-        trap '_kill_tonarids; kill ${loop:-} 2>/dev/null; cleanup_slices' EXIT
+        trap '_kill_tonarids; kill ${loop:-} 2>/dev/null || true; cleanup_slices' EXIT
         conf repay
         start_tonarid repay
         "${CTL[@]}" slice create "${P}a" CPUQuota=50%
@@ -98,7 +98,7 @@ testcase_crash_while_shortened() {
 }
 
 testcase_proxy_and_libtonari() {
-        trap '_kill_tonarids; kill ${helper:-} ${copier:-} ${flood:-} 2>/dev/null; cleanup_slices' EXIT
+        trap '_kill_tonarids; kill ${helper:-} ${copier:-} ${flood:-} 2>/dev/null || true; cleanup_slices' EXIT
         conf proxy
         start_tonarid proxy
         "${CTL[@]}" slice create "${P}p" CPUQuota=50%
@@ -127,6 +127,52 @@ testcase_proxy_and_libtonari() {
         "${CTL[@]}" slice remove "${P}p"
         "${CTL[@]}" slice remove "${P}l"
         stop_tonarid proxy
+}
+
+# The share a repaying slice gets is its quota minus what its helper spent, not more: writing
+# cpu.max refills the quota at once, so a write in the middle of a kernel period would hand out a
+# second quota (before the writes were put on the period boundaries, the slice below got 61 % of
+# a CPU with 50 % configured and 19 % borrowed).
+testcase_repayment_is_exact() {
+        if (($(nproc) < 2)) || [[ ! -r /proc/self/schedstat ]]; then
+                echo "SKIP: needs two CPUs and /proc/PID/schedstat"
+                return 0
+        fi
+        trap '_kill_tonarids; kill ${loop:-} ${helper:-} 2>/dev/null || true; cleanup_slices' EXIT
+        conf exact
+        start_tonarid exact --log-level=debug
+        "${CTL[@]}" slice create "${P}e" CPUQuota=50%
+        taskset -c 0 sh -c 'while :; do :; done' &
+        loop=$!
+        "${CTL[@]}" slice attach "${P}e" "$loop"
+        # A helper that works 20 ms of every 100 ms for the slice, on the other CPU.
+        taskset -c 1 python3 -c '
+import time
+while True:
+    t = time.monotonic()
+    while time.monotonic() - t < 0.02:
+        pass
+    time.sleep(0.08)' &
+        helper=$!
+        "${CTL[@]}" borrow add-proxy "${P}e" "$helper" >/dev/null
+        sleep 2
+        run_ns() { cut -d' ' -f1 "/proc/$1/schedstat"; }
+        local l0 h0 l1 h1 loop_pct helper_pct
+        l0=$(run_ns "$loop") h0=$(run_ns "$helper")
+        sleep 8
+        l1=$(run_ns "$loop") h1=$(run_ns "$helper")
+        loop_pct=$(((l1 - l0) / 80000000))
+        helper_pct=$(((h1 - h0) / 80000000))
+        echo "slice: ${loop_pct}% of a CPU with 50% configured; helper: ${helper_pct}%"
+        assert_ge "$helper_pct" 10 "helper's share"
+        assert_le "$helper_pct" 30 "helper's share"
+        assert_ge "$loop_pct" $((50 - helper_pct - 6)) "slice's share (50% minus the helper's)"
+        assert_le "$loop_pct" $((50 - helper_pct + 6)) "slice's share (50% minus the helper's)"
+        assert_match "the CFS periods of /tonari.slice/${P}e begin" "$(cat "$TESTDIR/exact.log")"
+        kill "$loop" "$helper"
+        sleep 0.3
+        "${CTL[@]}" slice remove "${P}e"
+        stop_tonarid exact
 }
 
 testcase_bad_input() {
