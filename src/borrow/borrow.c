@@ -216,10 +216,11 @@ static void target_log_end(BorrowTarget *t, usec_t quota, usec_t period) {
 static void target_drop(BorrowTarget *t, const char *why) {
         char a[FORMAT_TIMESPAN_MAX];
 
-        /* Proxies for a removed slice have nobody to charge. */
+        /* Proxies for a removed slice have nobody to charge; those added for a new slice of the
+         * same name are that slice's. */
         for (BorrowProxy *p = t->manager->proxies, *next; p; p = next) {
                 next = p->next;
-                if (streq(p->target, t->name))
+                if (streq(p->target, t->name) && (p->slice_id == 0 || p->slice_id == t->slice_id))
                         borrow_proxy_remove(p, why);
         }
         if (t->account.debt_usec > 0)
@@ -588,8 +589,9 @@ static void proxy_sample(BorrowProxy *p) {
                 log_warning_errno(r, "Failed to read the CPU time of proxy %" PRIu32 "'s helper, ignoring: %m", p->id);
                 return;
         }
-        if (!s)
+        if (!s || (p->slice_id != 0 && s->id != p->slice_id))
                 return borrow_proxy_remove(p, "its slice was removed");
+        p->slice_id = s->id;
 
         /* A cgroup's counter can only go down if it was removed and made again. */
         delta = cur > p->last_usec ? cur - p->last_usec : 0;
@@ -758,6 +760,7 @@ int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *
         r = proxy_new(m, m->last_proxy_id + 1, s->name, pid, pid > 0 ? NULL : cgroup, &p);
         if (r < 0)
                 return r;
+        p->slice_id = s->id;
         r = proxy_attach_helper(p, false);
         if (r >= 0)
                 r = proxy_read(p, &p->last_usec);

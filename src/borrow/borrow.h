@@ -62,6 +62,7 @@ struct BorrowProxy {
         BorrowProxy *next;
         uint32_t id;
         char *target;
+        uint64_t slice_id;         /* Slice.id of target; 0 until matched (after a restart) */
         pid_t pid;                 /* a helper process, or 0 */
         int pidfd;
         uint64_t start_time_ticks; /* with pid: tells a reused PID apart */

@@ -175,6 +175,31 @@ while True:
         stop_tonarid exact
 }
 
+# A slice removed and created again under the same name is a new tenant: it does not inherit the
+# old one's account, and the old one's leftovers do not take the new one's proxies with them.
+testcase_slice_made_again() {
+        trap '_kill_tonarids; kill ${helper:-} 2>/dev/null || true; cleanup_slices' EXIT
+        conf again
+        start_tonarid again
+        "${CTL[@]}" slice create "${P}r" CPUQuota=50%
+        "${CTL[@]}" borrow charge "${P}r" 20ms
+        sleep 0.5
+        assert_eq 20000 "$(bprop "${P}r" BorrowedUSec)"
+        "${CTL[@]}" slice remove "${P}r"
+        "${CTL[@]}" slice create "${P}r" CPUQuota=50%
+        assert_eq 0 "$(bprop "${P}r" BorrowedUSec)"
+        sh -c 'while :; do :; done' &
+        helper=$!
+        id=$("${CTL[@]}" borrow add-proxy "${P}r" "$helper")
+        sleep 1
+        assert_match "^$id +${P}r " "$("${CTL[@]}" --no-legend borrow proxies)"
+        assert_ge "$(bprop "${P}r" BorrowedUSec)" 300000 "charged for the helper of the new slice"
+        kill "$helper"
+        sleep 0.3
+        "${CTL[@]}" slice remove "${P}r"
+        stop_tonarid again
+}
+
 testcase_bad_input() {
         trap '_kill_tonarids; cleanup_slices' EXIT
         conf bad
