@@ -255,9 +255,11 @@ static int charge_thread_get(ChargeThread **ret) {
         return 0;
 }
 
-/* Adds nsec to target's pending time and reports it if its interval has passed. */
+/* Adds nsec to target's pending time and reports it if its interval has passed. What the report
+ * costs this thread is work for the target too: it goes into the next report. */
 static int charge_account(ChargeThread *t, const char *target, uint64_t nsec) {
         usec_t now_usec = now(CLOCK_MONOTONIC);
+        uint64_t before, after;
         ChargeEntry *e;
         int r;
 
@@ -266,7 +268,12 @@ static int charge_account(ChargeThread *t, const char *target, uint64_t nsec) {
                 return r;
         if (!charge_entry_due(e, now_usec))
                 return 0;
-        return charge_report(t, e, now_usec);
+        if (thread_cpu_nsec(&before) < 0)
+                return charge_report(t, e, now_usec);
+        r = charge_report(t, e, now_usec);
+        if (thread_cpu_nsec(&after) >= 0 && after > before)
+                (void) charge_batch_add(&t->batch, target, after - before, now(CLOCK_MONOTONIC), NULL);
+        return r;
 }
 
 _public_ int tonari_charge_begin(const char *target) {
