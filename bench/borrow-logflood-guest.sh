@@ -7,8 +7,9 @@
 # For each N: N slices with CPUQuota=(100/N)% and equal weights. Slice c0 runs sysbench (1 thread,
 # --cpu-max-prime=10000); c1..c(N-1) run dd if=/dev/zero of=/dev/null, and in the flood cases also
 # a flood on stdout whose pipe a log copier (tonari-logcopy, the container runtime's role) drains
-# from another slice, bench-runtime.slice, writing what it reads to /dev/null (a file would fill
-# the guest's small disk within seconds of `yes`). Modes:
+# from another slice, bench-runtime.slice, appending what it reads to a log file in /run that it
+# empties at 16 MiB, as a size-capped log driver does (uncapped, `yes` fills the guest within
+# seconds). Modes:
 #   baseline  dd only (the paper's command 1)
 #   none      flood, nothing charged
 #   proxy     flood, each copier registered with AddProxy() for its container's slice
@@ -90,6 +91,21 @@ tonarid_cpu_usec() {
         awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000000 / hz }' "/proc/$pid/stat"
 }
 
+# record_charges N FLOOD MODE: what each copier spent (its scope's cpu.stat) next to what its
+# container's slice was charged, for the summary at the end.
+record_charges() {
+        local n=$1 flood=$2 mode=$3 i spent charged
+        for ((i = 1; i < n; i++)); do
+                spent=$(awk '$1 == "usage_usec" { print $2 }' \
+                        "/sys/fs/cgroup$(systemctl show -P ControlGroup "bench-log-c$i.scope")/cpu.stat")
+                charged=$(busctl get-property org.tonari.Manager1 "/org/tonari/slice/c$i" org.tonari.Borrowing1 BorrowedUSec |
+                        cut -d' ' -f2)
+                echo "CHARGE n=$n flood=$flood mode=$mode slice=c$i copier_usec=$spent charged_usec=$charged" \
+                        "charged/copier=$(awk -v c="$charged" -v s="$spent" 'BEGIN { printf "%.2f", s ? c / s : 0 }')" \
+                        >>"$work/charges"
+        done
+}
+
 # run_case N FLOOD MODE → prints events/s of sysbench in c0.
 run_case() {
         local n=$1 flood=$2 mode=$3 quota i cmd pid copier eps
@@ -107,7 +123,7 @@ run_case() {
                 [[ $mode == lib ]] && cmd+=(--charge="c$i")
                 # The copier, like nerdctl's logger in containerd.service: another slice.
                 systemd-run --quiet --scope --unit="bench-log-c$i" --slice=bench-runtime.slice \
-                        "${cmd[@]}" /dev/null <"$work/c$i.fifo" &
+                        "${cmd[@]}" --max-size=16M "$work/c$i.log" <"$work/c$i.fifo" &
                 copier=$!
                 pids+=("$copier")
                 start_in_slice "c$i" "dd if=/dev/zero of=/dev/null & $(flood_command "$flood")" "$work/c$i.fifo" >/dev/null
@@ -121,6 +137,7 @@ run_case() {
         while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
         eps=$(awk '/events per second:/ { print $4 }' "$work/sysbench.out")
         [[ -n $eps ]] || { cat "$work/sysbench.out" >&2; return 1; }
+        [[ $mode == baseline ]] || record_charges "$n" "$flood" "$mode"
         cleanup_case
         echo "$eps"
 }
@@ -170,5 +187,6 @@ echo
 awk -v c=$((cpu_end - cpu_start)) -v w=$(((wall_end - wall_start) / 1000)) \
         'BEGIN { printf "tonarid CPU time during the runs: %.2f s of %.0f s wall (%.2f%% of one CPU)\n", c / 1e6, w / 1e6, 100 * c / w }'
 echo "GetStatus: $(busctl call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 GetStatus --json=short |
-        python3 -c 'import json,sys; d=json.load(sys.stdin)["data"][0]; print({k: d[k]["data"] for k in ("BorrowWorkUSec", "BorrowTicks", "BorrowCgroupWrites", "CPUUsageUSec")})')"
+        python3 -c 'import json,sys; d=json.load(sys.stdin)["data"][0]; print({k: d[k]["data"] for k in ("BorrowWorkUSec", "BorrowTicks", "BorrowCgroupWrites", "BorrowProbeReads", "CPUUsageUSec")})')"
 cat "$work/ratios"
+cat "$work/charges"

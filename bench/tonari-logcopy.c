@@ -2,7 +2,7 @@
 /*
  * tonari-logcopy: a container log copier for benchmarks and VM tests (seed 000, §6.3.1). Like a
  * container runtime's log driver it reads the pipe a container's stdout and stderr are connected
- * to and appends everything to a file; with --charge=SLICE the CPU time of each read and write is
+ * to and appends everything to a file; with --charge=SLICE the CPU time of each wait, read and write is
  * charged to SLICE through libtonari, as the paper's collector does for its worker thread.
  */
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <tonari/charge.h>
@@ -33,7 +34,11 @@
 
 static const char *arg_charge = NULL;
 static size_t arg_buffer_bytes = BUFFER_BYTES_DEFAULT;
+static uint64_t arg_max_size = UINT64_MAX;
 static const char *arg_output = NULL;
+
+/* Bytes in the output file, for --max-size=. */
+static uint64_t output_size = 0;
 
 /* The last charging error printed: each kind of error is reported once, copying goes on. */
 static int charge_error_reported = 0;
@@ -77,12 +82,20 @@ static int copy_once(int out, char *buf) {
         r = write_all(out, buf, (size_t) n);
         if (r < 0)
                 return log_error_errno(r, "Failed to write to '%s': %m", arg_output);
+        output_size += (uint64_t) n;
+        if (output_size >= arg_max_size) {
+                /* Rotation without keeping the old part, as a size-capped log driver does. */
+                if (ftruncate(out, 0) < 0)
+                        return log_error_errno(errno, "Failed to truncate '%s': %m", arg_output);
+                output_size = 0;
+        }
         return 1;
 }
 
 static int run(void) {
         _cleanup_close_ int out = -EBADF, sfd = -EBADF;
         _cleanup_free_ char *buf = NULL;
+        struct stat st;
         sigset_t mask;
         int r = 0;
 
@@ -99,6 +112,9 @@ static int run(void) {
         out = open(arg_output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0640);
         if (out < 0)
                 return log_error_errno(errno, "Failed to open '%s': %m", arg_output);
+        if (fstat(out, &st) < 0)
+                return log_error_errno(errno, "Failed to stat '%s': %m", arg_output);
+        output_size = (uint64_t) st.st_size;
 
         buf = malloc(arg_buffer_bytes);
         if (!buf)
@@ -111,22 +127,16 @@ static int run(void) {
                 };
                 bool measuring;
 
+                /* The one stream is all this thread waits for, so the wait (poll() and the
+                 * wake-up, not the time asleep, which is no CPU time) is charged with the copy. */
+                measuring = arg_charge && charge_result(tonari_charge_begin(arg_charge)) >= 0;
                 if (poll(p, ELEMENTSOF(p), -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = log_error_errno(errno, "Failed to wait for input: %m");
-                        break;
-                }
-                if (p[1].revents != 0) {
+                        r = errno == EINTR ? 1 : log_error_errno(errno, "Failed to wait for input: %m");
+                } else if (p[1].revents != 0) {
                         log_debug("Got a termination signal, stopping.");
                         r = 0;
-                        break;
-                }
-                if (p[0].revents == 0)
-                        continue;
-
-                measuring = arg_charge && charge_result(tonari_charge_begin(arg_charge)) >= 0;
-                r = copy_once(out, buf);
+                } else
+                        r = p[0].revents == 0 ? 1 : copy_once(out, buf);
                 if (measuring)
                         (void) charge_result(tonari_charge_end());
                 if (r <= 0)
@@ -146,10 +156,12 @@ static void help(void) {
                "\n"
                "Options:\n"
                "  -h --help            Show this help and exit\n"
-               "     --charge=SLICE    Charge the CPU time of every read and write to SLICE\n"
+               "     --charge=SLICE    Charge the CPU time of every wait, read and write to SLICE\n"
                "                       through libtonari (errors are reported once, copying\n"
                "                       goes on)\n"
                "     --buffer=BYTES    Read at most this much at once (default: 64K)\n"
+               "     --max-size=BYTES  Empty OUTFILE whenever it reaches this size, like a\n"
+               "                       size-capped log driver (default: no limit)\n"
                "\n"
                "SIGTERM and SIGINT stop the copy; what is pending is charged before exiting.\n"
                "Exit status: 0 end of input or signal, 1 read or write error, 2 invalid usage.\n",
@@ -169,11 +181,13 @@ static int parse_argv(int argc, char *argv[]) {
         enum {
                 ARG_CHARGE = 0x100,
                 ARG_BUFFER,
+                ARG_MAX_SIZE,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "charge", required_argument, NULL, ARG_CHARGE },
                 { "buffer", required_argument, NULL, ARG_BUFFER },
+                { "max-size", required_argument, NULL, ARG_MAX_SIZE },
                 {},
         };
         uint64_t bytes;
@@ -193,6 +207,11 @@ static int parse_argv(int argc, char *argv[]) {
                         if (parse_size(optarg, 1024, &bytes) < 0 || bytes == 0 || bytes > BUFFER_BYTES_MAX)
                                 return invalid_option("--buffer=", optarg, "a size from 1 byte to 16M");
                         arg_buffer_bytes = (size_t) bytes;
+                        break;
+                case ARG_MAX_SIZE:
+                        if (parse_size(optarg, 1024, &bytes) < 0 || bytes == 0)
+                                return invalid_option("--max-size=", optarg, "a size of at least 1 byte");
+                        arg_max_size = bytes;
                         break;
                 case '?':
                         return -EINVAL;
