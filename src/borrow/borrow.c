@@ -235,7 +235,7 @@ static void target_drop(BorrowTarget *t, const char *why) {
 static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         BorrowTarget *t = userdata;
         BorrowManager *m = t->manager;
-        usec_t start = now(CLOCK_MONOTONIC), quota, period, limit, want, debt = t->account.debt_usec;
+        usec_t start = now(CLOCK_MONOTONIC), quota, period, limit, want, debt;
         bool was_limited = t->limit_usec != USEC_INFINITY;
         Slice *s;
         int r;
@@ -471,9 +471,18 @@ static usec_t target_period(BorrowTarget *t) {
         return s ? slice_period(s) : CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC;
 }
 
+/* Whether the target's period tick is running (it repays a debt or lifts a limit). */
+static bool target_ticking(const BorrowTarget *t) {
+        int enabled = SD_EVENT_OFF;
+
+        if (t && t->timer)
+                (void) sd_event_source_get_enabled(t->timer, &enabled);
+        return enabled != SD_EVENT_OFF;
+}
+
 static int target_charge(BorrowManager *m, const char *name, uint64_t slice_id, usec_t usec) {
         BorrowTarget *t = borrow_manager_find_target(m, name);
-        int r, enabled = SD_EVENT_OFF;
+        int r;
 
         if (t && t->slice_id != 0 && t->slice_id != slice_id) {
                 target_drop(t, "was removed and created again");
@@ -489,9 +498,7 @@ static int target_charge(BorrowManager *m, const char *name, uint64_t slice_id, 
         if (r < 0)
                 return r;
         mark_dirty(m);
-        if (t->timer)
-                (void) sd_event_source_get_enabled(t->timer, &enabled);
-        if (enabled == SD_EVENT_OFF)
+        if (!target_ticking(t))
                 return target_arm(t, target_period(t));
         return 0;
 }
@@ -614,7 +621,9 @@ static int on_sample(sd_event_source *es, uint64_t usec, void *userdata) {
         (void) usec;
         for (BorrowProxy *p = m->proxies, *next; p; p = next) {
                 next = p->next;
-                proxy_sample(p);
+                /* A slice whose tick runs has its proxies sampled by the tick itself. */
+                if (!target_ticking(borrow_manager_find_target(m, p->target)))
+                        proxy_sample(p);
         }
         m->work_usec += now(CLOCK_MONOTONIC) - start;
         if (!m->proxies)
