@@ -326,6 +326,8 @@ static int property_get_account(sd_bus *bus, const char *path, const char *inter
                 v = a->repaid_usec;
         else if (streq(property, "ForgivenUSec"))
                 v = a->forgiven_usec;
+        else if (streq(property, "OverrunUSec"))
+                v = a->overrun_usec;
         else if (streq(property, "PeriodsShortened"))
                 v = a->periods_shortened;
         else if (streq(property, "CPUQuotaLimitUSec"))
@@ -342,6 +344,7 @@ static const sd_bus_vtable borrowing_vtable[] = {
         SD_BUS_PROPERTY("DebtUSec", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("RepaidUSec", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("ForgivenUSec", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("OverrunUSec", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("PeriodsShortened", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("CPUQuotaLimitUSec", "t", property_get_account, 0, 0),
         SD_BUS_VTABLE_END,

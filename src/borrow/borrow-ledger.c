@@ -10,6 +10,8 @@ static uint64_t add_saturating(uint64_t a, uint64_t b) {
 int borrow_policy_validate(const BorrowPolicy *p) {
         if (p->floor_usec < BORROW_FLOOR_MIN_USEC || p->floor_usec > p->max_debt_usec)
                 return -EINVAL;
+        if (p->repay_percent < 1 || p->repay_percent > 100)
+                return -EINVAL;
         return 0;
 }
 
@@ -31,27 +33,55 @@ int borrow_account_charge(BorrowAccount *a, const BorrowPolicy *p, usec_t usec, 
         return 0;
 }
 
+usec_t borrow_account_overrun(BorrowAccount *a, const BorrowPolicy *p, usec_t usec) {
+        usec_t room, added;
+
+        room = a->debt_usec < p->max_debt_usec ? p->max_debt_usec - a->debt_usec : 0;
+        added = MIN(usec, room);
+        a->debt_usec += added;
+        a->overrun_debt_usec += added;
+        a->overrun_usec = add_saturating(a->overrun_usec, usec);
+        a->forgiven_usec = add_saturating(a->forgiven_usec, usec - added);
+        return added;
+}
+
+usec_t borrow_account_installment(const BorrowAccount *a, const BorrowPolicy *p) {
+        usec_t d = a->debt_usec, due;
+
+        if (p->repay_percent >= 100)
+                return d;
+        /* d * percent / 100, rounded up, without overflowing for any debt. */
+        due = d / 100 * p->repay_percent + (d % 100 * p->repay_percent + 99) / 100;
+        return MIN(d, MAX(due, p->floor_usec));
+}
+
 usec_t borrow_account_period(BorrowAccount *a, const BorrowPolicy *p, usec_t quota_usec) {
-        usec_t effective, paid;
+        usec_t effective, paid, due;
 
         if (a->debt_usec == 0 || quota_usec == 0)
                 return quota_usec;
 
-        if (p->floor_usec >= quota_usec) {
-                /* Nothing can be taken away: the debt is written off rather than carried on
-                 * forever. */
+        if (p->floor_usec >= quota_usec || a->debt_usec <= a->overrun_debt_usec) {
+                /* Nothing can be taken away, or only overrun is owed: the debt is written off
+                 * rather than carried on forever. */
                 a->forgiven_usec = add_saturating(a->forgiven_usec, a->debt_usec);
                 a->debt_usec = 0;
+                a->overrun_debt_usec = 0;
                 return quota_usec;
         }
 
-        if (a->debt_usec >= quota_usec) {
+        due = borrow_account_installment(a, p);
+        if (due >= quota_usec) {
                 effective = p->floor_usec;
                 paid = quota_usec;
         } else {
-                effective = MAX(quota_usec - a->debt_usec, p->floor_usec);
-                paid = a->debt_usec;
+                effective = MAX(quota_usec - due, p->floor_usec);
+                paid = due;
         }
+        /* What helpers spent is repaid first: a slice whose helpers stopped reaches a debt of
+         * overrun alone within a bounded number of periods, and that is forgiven (above). */
+        if (paid > a->debt_usec - a->overrun_debt_usec)
+                a->overrun_debt_usec -= paid - (a->debt_usec - a->overrun_debt_usec);
         a->debt_usec -= paid;
         a->repaid_usec = add_saturating(a->repaid_usec, quota_usec - effective);
         a->forgiven_usec = add_saturating(a->forgiven_usec, paid - (quota_usec - effective));

@@ -11,10 +11,19 @@
  * processes spent for it (its debt), repaid by shortening the target's CPU quota in the following
  * periods. No I/O; the enforcer applies what borrow_account_period() returns.
  *
+ * The paper repays the whole debt as soon as it can (repay_percent = 100). When the helper's work
+ * grows with the time the target runs (a log copier draining what the target writes) and costs
+ * more than that time, repaying everything one period late makes the target's quota swing between
+ * the floor and the full quota: a full period makes a debt larger than the quota, which leaves the
+ * next period at the floor, which makes almost no debt, and so on; in every full period the
+ * target and its helper together take more than the target's share. Repaying a fixed share of
+ * the debt per period damps that loop (see docs/ARCHITECTURE.md, "Paced repayment").
+ *
  * Every charged microsecond ends up in exactly one bucket, so at any time
- *     borrowed = debt + repaid + forgiven
- * where repaid is quota actually taken away from the target, and forgiven is what the policy
- * wrote off: charges beyond the debt cap, and the floor the target keeps while in debt.
+ *     borrowed + overrun = debt + repaid + forgiven
+ * where repaid is quota actually taken away from the target, forgiven is what the policy wrote
+ * off (charges beyond the debt cap, and the floor the target keeps while in debt), and overrun is
+ * CPU time the target ran beyond a shortened quota (see borrow_account_overrun()).
  */
 
 typedef struct BorrowPolicy {
@@ -26,17 +35,25 @@ typedef struct BorrowPolicy {
          * two periods, small enough that a broken or hostile charger cannot starve a slice for
          * longer than that. */
         usec_t max_debt_usec;
+        /* Share of the outstanding debt due in each period, 1..100. 100 is §6.3.3 as written;
+         * below it, the installment is this share of the debt, but at least the floor's worth
+         * (or the whole debt when that is smaller), so that a small debt does not trickle on. */
+        unsigned repay_percent;
 } BorrowPolicy;
 
 #define BORROW_FLOOR_MIN_USEC (1 * USEC_PER_MSEC)
 #define BORROW_FLOOR_DEFAULT_USEC BORROW_FLOOR_MIN_USEC
 #define BORROW_MAX_DEBT_DEFAULT_USEC (10 * USEC_PER_SEC)
+#define BORROW_REPAY_PAPER_PERCENT 100U
+#define BORROW_REPAY_DEFAULT_PERCENT 50U
 /* One charge covers at most this much: more than an hour of CPU in one report is a bug or an
  * overflow in the caller, not work done for a tenant. */
 #define BORROW_CHARGE_MAX_USEC USEC_PER_HOUR
 
 #define BORROW_POLICY_DEFAULT                                                                          \
-        ((BorrowPolicy) { .floor_usec = BORROW_FLOOR_DEFAULT_USEC, .max_debt_usec = BORROW_MAX_DEBT_DEFAULT_USEC })
+        ((BorrowPolicy) { .floor_usec = BORROW_FLOOR_DEFAULT_USEC,                                   \
+                          .max_debt_usec = BORROW_MAX_DEBT_DEFAULT_USEC,                               \
+                          .repay_percent = BORROW_REPAY_DEFAULT_PERCENT })
 
 typedef struct BorrowAccount {
         usec_t debt_usec;           /* outstanding */
@@ -44,9 +61,11 @@ typedef struct BorrowAccount {
         uint64_t repaid_usec;       /* quota taken away in shortened periods */
         uint64_t forgiven_usec;     /* over the cap, and the floor kept while in debt */
         uint64_t periods_shortened; /* periods whose quota was below the configured one */
+        uint64_t overrun_usec;      /* run beyond shortened quotas, owed again */
+        usec_t overrun_debt_usec;   /* the part of debt_usec that is overrun (repaid last) */
 } BorrowAccount;
 
-/* -EINVAL unless BORROW_FLOOR_MIN_USEC <= floor and floor <= max_debt. */
+/* -EINVAL unless BORROW_FLOOR_MIN_USEC <= floor, floor <= max_debt and 1 <= repay_percent <= 100. */
 int borrow_policy_validate(const BorrowPolicy *p);
 
 /*
@@ -57,12 +76,33 @@ int borrow_policy_validate(const BorrowPolicy *p);
 int borrow_account_charge(BorrowAccount *a, const BorrowPolicy *p, usec_t usec, usec_t *ret_added);
 
 /*
- * One period (§6.3.3). quota_usec is the target's quota for this period (> 0). Returns the quota
- * to apply for it:
- *   no debt:             quota, unchanged;
- *   debt >= quota:       the floor; debt -= quota;
- *   debt <  quota:       quota - debt, but not below the floor; debt = 0.
- * A floor above the quota leaves the quota as it is (there is nothing to shorten) and forgives.
+ * Records that the target ran usec beyond the shortened quota of a period. The kernel lets a
+ * cgroup overrun its quota a little (it notices at the next scheduler event) and takes the
+ * overrun from the next period, but a cpu.max write resets that account, and a shortened quota
+ * is written every period it changes. The overrun is owed again here instead, like a charge but
+ * counted apart from what helpers spent. 0 is a no-op; what would exceed the debt cap is
+ * forgiven. Returns the amount added to the debt.
+ *
+ * Overrun is owed only while helpers' charges are being repaid: a shortened period overruns too,
+ * so a debt of overrun alone would keep the slice shortened for ever. borrow_account_period()
+ * repays charges first and forgives the overrun left once nothing charged remains.
+ */
+usec_t borrow_account_overrun(BorrowAccount *a, const BorrowPolicy *p, usec_t usec);
+
+/*
+ * The part of the debt due in the next period under the policy's repay_percent (the whole debt
+ * at 100).
+ */
+usec_t borrow_account_installment(const BorrowAccount *a, const BorrowPolicy *p);
+
+/*
+ * One period (§6.3.3, applied to the installment due). quota_usec is the target's quota for this
+ * period (> 0). Returns the quota to apply for it:
+ *   no debt:              quota, unchanged;
+ *   installment >= quota: the floor; debt -= quota;
+ *   installment <  quota: quota - installment, but not below the floor; debt -= installment.
+ * A floor above the quota leaves the quota as it is (there is nothing to shorten) and forgives,
+ * and so does a debt that is all overrun (see borrow_account_overrun()).
  */
 usec_t borrow_account_period(BorrowAccount *a, const BorrowPolicy *p, usec_t quota_usec);
 

@@ -52,15 +52,16 @@ int borrow_state_format(const BorrowStateEntry *e, char **ret) {
 
                 if (e->limit_usec == USEC_INFINITY)
                         n = asprintf(&s, "target %s debt=%" PRIu64 " borrowed=%" PRIu64 " repaid=%" PRIu64
-                                         " forgiven=%" PRIu64 " shortened=%" PRIu64,
+                                         " forgiven=%" PRIu64 " shortened=%" PRIu64 " overrun=%" PRIu64
+                                         " overrundebt=%" PRIu64,
                                      e->name, x->debt_usec, x->borrowed_usec, x->repaid_usec, x->forgiven_usec,
-                                     x->periods_shortened);
+                                     x->periods_shortened, x->overrun_usec, x->overrun_debt_usec);
                 else
                         n = asprintf(&s, "target %s debt=%" PRIu64 " borrowed=%" PRIu64 " repaid=%" PRIu64
-                                         " forgiven=%" PRIu64 " shortened=%" PRIu64
-                                         " limit=%s period=%s own=%d conf=%s confperiod=%s",
+                                         " forgiven=%" PRIu64 " shortened=%" PRIu64 " overrun=%" PRIu64
+                                         " overrundebt=%" PRIu64 " limit=%s period=%s own=%d conf=%s confperiod=%s",
                                      e->name, x->debt_usec, x->borrowed_usec, x->repaid_usec, x->forgiven_usec,
-                                     x->periods_shortened, fmt_usec(a, e->limit_usec), fmt_usec(b, e->period_usec),
+                                     x->periods_shortened, x->overrun_usec, x->overrun_debt_usec, fmt_usec(a, e->limit_usec), fmt_usec(b, e->period_usec),
                                      e->limit_own, fmt_usec(c, e->configured_per_sec_usec),
                                      fmt_usec(d, e->configured_period_usec));
         } else if (e->pid > 0)
@@ -151,6 +152,10 @@ int borrow_state_parse(const char *line, BorrowStateEntry *ret) {
                                 e.account.forgiven_usec = u;
                         else if (streq(k, "shortened"))
                                 e.account.periods_shortened = u;
+                        else if (streq(k, "overrun"))
+                                e.account.overrun_usec = u;
+                        else if (streq(k, "overrundebt"))
+                                e.account.overrun_debt_usec = u;
                         else if (streq(k, "limit"))
                                 e.limit_usec = u;
                         else if (streq(k, "period"))

@@ -42,6 +42,7 @@ typedef enum BorrowProbeStage {
 
 static void target_free(BorrowTarget *t);
 static int target_arm(BorrowTarget *t, usec_t period);
+static void target_overrun(BorrowTarget *t, usec_t period);
 static int on_probe(sd_event_source *es, uint64_t usec, void *userdata);
 static void target_probe_start(BorrowTarget *t, usec_t period);
 static void target_probe_stop(BorrowTarget *t);
@@ -82,6 +83,7 @@ static int target_new(BorrowManager *m, const char *name, BorrowTarget **ret) {
         *t = (BorrowTarget){ .manager = m,
                              .limit_usec = USEC_INFINITY,
                              .boundary_usec = USEC_INFINITY,
+                             .usage_usec = USEC_INFINITY,
                              .configured_per_sec_usec = USEC_INFINITY,
                              .configured_period_usec = USEC_INFINITY };
         t->name = strdup(name);
@@ -199,18 +201,21 @@ static void target_log_start(BorrowTarget *t, usec_t debt, usec_t quota, usec_t 
 
 static void target_log_end(BorrowTarget *t, usec_t quota, usec_t period) {
         char a[FORMAT_TIMESPAN_MAX], b[FORMAT_TIMESPAN_MAX], c[FORMAT_TIMESPAN_MAX], d[FORMAT_TIMESPAN_MAX],
-                e[FORMAT_TIMESPAN_MAX];
+                e[FORMAT_TIMESPAN_MAX], f[FORMAT_TIMESPAN_MAX];
 
         log_struct(LOG_INFO, "TONARI_SLICE=%s", t->name, "TONARI_REASON=debt-repaid",
                    "TONARI_BORROWED_USEC=%" PRIu64, t->account.borrowed_usec,
                    "TONARI_REPAID_USEC=%" PRIu64, t->account.repaid_usec,
                    "TONARI_FORGIVEN_USEC=%" PRIu64, t->account.forgiven_usec,
+                   "TONARI_OVERRUN_USEC=%" PRIu64, t->account.overrun_usec,
                    "TONARI_PERIODS_SHORTENED=%" PRIu64, t->account.periods_shortened,
                    LOG_MESSAGE("Slice '%s' has repaid its borrowed CPU time: quota back to %s per %s period "
-                               "(in total %s borrowed, %s repaid, %s forgiven, %" PRIu64 " periods shortened).",
+                               "(in total %s borrowed, %s overrun, %s repaid, %s forgiven, %" PRIu64
+                               " periods shortened).",
                                t->name, quota == USEC_INFINITY ? "unlimited" : fmt_ms(a, quota), fmt_ms(b, period),
-                               fmt_ms(c, t->account.borrowed_usec), fmt_ms(d, t->account.repaid_usec),
-                               fmt_ms(e, t->account.forgiven_usec), t->account.periods_shortened));
+                               fmt_ms(c, t->account.borrowed_usec), fmt_ms(f, t->account.overrun_usec),
+                               fmt_ms(d, t->account.repaid_usec), fmt_ms(e, t->account.forgiven_usec),
+                               t->account.periods_shortened));
 }
 
 static void target_drop(BorrowTarget *t, const char *why) {
@@ -258,6 +263,9 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 if (streq(p->target, t->name))
                         proxy_sample(p);
         }
+        /* The limit written at the last tick was in force on the same cgroup since. */
+        if (t->period_usec != 0 && t->period_usec != USEC_INFINITY)
+                target_overrun(t, t->period_usec);
         debt = t->account.debt_usec;
 
         target_quota(t, s, &quota, &period);
@@ -328,6 +336,35 @@ static usec_t target_next_tick(const BorrowTarget *t, usec_t period) {
         earliest = n + period / 2 + lead;
         k = earliest <= t->boundary_usec ? 0 : (earliest - t->boundary_usec + period - 1) / period;
         return t->boundary_usec + k * period - lead;
+}
+
+/*
+ * Owes again what the slice ran beyond the shortened limit since the last tick. Only between two
+ * ticks on the kernel's period boundaries of limit_cgroup, one period apart: such an interval is
+ * one kernel period, in which the slice cannot legitimately run more than the limit, whereas an
+ * interval across a boundary may hold the ends of two periods and two quotas.
+ */
+static void target_overrun(BorrowTarget *t, usec_t period) {
+        BorrowManager *m = t->manager;
+        usec_t n = now(CLOCK_MONOTONIC), usage, last = t->usage_usec, last_at = t->usage_at, used, allowed;
+        char a[FORMAT_TIMESPAN_MAX];
+
+        t->usage_usec = USEC_INFINITY;
+        if (t->limit_usec == USEC_INFINITY || !t->limit_cgroup || !m->slices || !target_aligned(t, period) ||
+            cgroup_read_cpu_usage(m->slices->cgroup_root, t->limit_cgroup, &usage) < 0)
+                return;
+        t->usage_usec = usage;
+        t->usage_at = n;
+        if (last == USEC_INFINITY || usage < last || n - last_at < period / 2 || n - last_at > period * 3 / 2)
+                return;
+
+        used = usage - last;
+        allowed = t->limit_usec * (n - last_at) / period;
+        if (used <= allowed)
+                return;
+        (void) borrow_account_overrun(&t->account, &m->policy, used - allowed);
+        log_debug("Slice '%s' ran %s beyond its shortened quota in the last period; owed again.", t->name,
+                  fmt_ms(a, used - allowed));
 }
 
 /* Schedules the next tick (see target_next_tick()). */
@@ -551,14 +588,7 @@ static int proxy_read(BorrowProxy *p, usec_t *ret) {
                 return 0;
         }
 
-        CGroupUsage u;
-        int r = cgroup_read_usage(p->manager->slices->cgroup_root, p->cgroup + 1, &u);
-        if (r < 0)
-                return r;
-        if (u.cpu_usage_usec == UINT64_MAX)
-                return -ENODATA;
-        *ret = u.cpu_usage_usec;
-        return 0;
+        return cgroup_read_cpu_usage(p->manager->slices->cgroup_root, p->cgroup + 1, ret);
 }
 
 void borrow_proxy_remove(BorrowProxy *p, const char *reason) {
@@ -883,6 +913,8 @@ static void restore_target(BorrowManager *m, BorrowStateEntry *e) {
                 return (void) log_oom();
         t->slice_id = s->id;
         t->account = e->account;
+        /* A state file cannot make the overrun part larger than the debt it is part of. */
+        t->account.overrun_debt_usec = MIN(t->account.overrun_debt_usec, t->account.debt_usec);
         t->limit_usec = e->limit_usec;
         t->period_usec = e->period_usec;
         t->limit_own = e->limit_own;

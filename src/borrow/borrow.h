@@ -40,6 +40,10 @@ struct BorrowTarget {
         usec_t configured_per_sec_usec; /* limit_own: the slice's CPUQuota= to write back */
         usec_t configured_period_usec;
         uint64_t writes;         /* cgroup writes done for this target */
+        /* limit_cgroup's CPU time at the last tick, to see how far the slice ran beyond the
+         * limit (borrow_account_overrun()); USEC_INFINITY: not read, or not on a boundary. */
+        usec_t usage_usec;
+        usec_t usage_at;
         /*
          * Where the kernel's periods of limit_cgroup begin. Every cpu.max write refills the
          * quota at once, so a write in the middle of a period would hand out a second quota in

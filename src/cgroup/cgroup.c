@@ -791,6 +791,27 @@ int cgroup_read_cpu_periods(CGroupRoot *r, const char *path, uint64_t *ret) {
         return cgroup_cpu_stat_parse(text, "nr_periods", ret);
 }
 
+int cgroup_read_cpu_usage(CGroupRoot *r, const char *path, usec_t *ret) {
+        _cleanup_free_ char *text = NULL;
+        uint64_t v;
+        int k;
+
+        assert_return(r, -EINVAL);
+        assert_return(ret, -EINVAL);
+
+        if (r->version == 2) {
+                k = cgroup_read_file(r, NULL, path, "cpu.stat", &text);
+                if (k < 0)
+                        return k;
+                return cgroup_cpu_stat_parse(text, "usage_usec", ret);
+        }
+        k = read_u64(r, "cpuacct", path, "cpuacct.usage", &v);
+        if (k < 0)
+                return k;
+        *ret = v / NSEC_PER_USEC; /* v1 counts nanoseconds */
+        return 0;
+}
+
 /* 1 if something was removed, 0 if the cgroup was gone already (in every hierarchy). */
 int cgroup_remove(CGroupRoot *r, const char *path) {
         bool removed = false;
@@ -1595,18 +1616,9 @@ int cgroup_read_usage(CGroupRoot *r, const char *path, CGroupUsage *ret) {
         v2 = r->version == 2;
 
         /* A file that is missing means the kernel does not count it here: UINT64_MAX. */
-        if (v2) {
-                k = cgroup_read_file(r, NULL, path, "cpu.stat", &text);
-                if (k >= 0)
-                        k = cgroup_cpu_stat_parse(text, "usage_usec", &u.cpu_usage_usec);
-        } else {
-                k = read_u64(r, "cpuacct", path, "cpuacct.usage", &u.cpu_usage_usec);
-                if (k >= 0)
-                        u.cpu_usage_usec /= NSEC_PER_USEC; /* v1 counts nanoseconds */
-        }
+        k = cgroup_read_cpu_usage(r, path, &u.cpu_usage_usec);
         if (OPTIONAL(k) < 0)
                 return k;
-        text = mfree(text);
 
         k = cgroup_read_file(r, "blkio", path, v2 ? "io.stat" : "blkio.throttle.io_service_bytes_recursive",
                              &text);

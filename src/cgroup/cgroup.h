@@ -60,6 +60,8 @@ int cgroup_set_cpu_max(CGroupRoot *r, const char *path, usec_t quota_usec, usec_
  * only moves while a limit is set and the cgroup runs; it tells where the kernel's periods start.
  */
 int cgroup_read_cpu_periods(CGroupRoot *r, const char *path, uint64_t *ret);
+/* The CPU time path's processes used so far, µs (v2 cpu.stat usage_usec, v1 cpuacct.usage). */
+int cgroup_read_cpu_usage(CGroupRoot *r, const char *path, usec_t *ret);
 /* Removes path in every hierarchy; -EBUSY while it has processes or children. */
 int cgroup_remove(CGroupRoot *r, const char *path);
 int cgroup_exists(CGroupRoot *r, const char *path);

@@ -235,6 +235,22 @@ int config_parse_sec(const char *file, unsigned line, const char *section, const
         return 0;
 }
 
+int config_parse_percent(const char *file, unsigned line, const char *section, const char *key,
+                         const char *value, void *data) {
+        unsigned *u = data;
+        int v;
+
+        (void) section;
+        v = parse_percent(value);
+        if (v < 0) {
+                _cleanup_free_ char *e = cescape(value);
+                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected a percentage from 0%% to 100%%.",
+                                       file, line, key, strna(e));
+        }
+        *u = (unsigned) v;
+        return 0;
+}
+
 static int resolve_id(const char *word, bool group, uint32_t *ret) {
         char buf[4096];
         uint32_t id;

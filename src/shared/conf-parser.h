@@ -85,6 +85,8 @@ int config_parse_path(const char *file, unsigned line, const char *section, cons
                       void *data); /* char[PATH_MAX], absolute and normalized */
 int config_parse_sec(const char *file, unsigned line, const char *section, const char *key, const char *value,
                      void *data); /* usec_t, a time span ("100ms", "2s"); "infinity" is refused */
+int config_parse_percent(const char *file, unsigned line, const char *section, const char *key,
+                         const char *value, void *data); /* unsigned, "0%".."100%" */
 /* Space-separated user (group) names or numeric IDs, resolved when read; each assignment adds to
  * the list, an empty one clears it. An unknown name is an error. */
 int config_parse_user_list(const char *file, unsigned line, const char *section, const char *key,

@@ -119,7 +119,8 @@ static void borrow_settings(const Manager *m, char *state_file, size_t size, Bor
         (void) snprintf(state_file, size, "%s/borrow.state", m->config.runtime_directory);
         *ret = (BorrowSettings){
                 .policy = { .floor_usec = m->config.borrow_min_quota_usec,
-                            .max_debt_usec = m->config.borrow_max_debt_usec },
+                            .max_debt_usec = m->config.borrow_max_debt_usec,
+                            .repay_percent = m->config.borrow_repay_percent },
                 .state_file = state_file,
                 .allow_uids = m->config.borrow_allow_users.ids,
                 .n_allow_uids = m->config.borrow_allow_users.n,

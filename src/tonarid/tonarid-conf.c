@@ -21,6 +21,7 @@ static const ConfigItem manager_config_table[] = {
         CONFIG_ITEM("Slices", "CgroupRoot", config_parse_path, ManagerConfig, slice_cgroup_root),
         CONFIG_ITEM("Borrow", "MinQuotaSec", config_parse_sec, ManagerConfig, borrow_min_quota_usec),
         CONFIG_ITEM("Borrow", "MaxDebtSec", config_parse_sec, ManagerConfig, borrow_max_debt_usec),
+        CONFIG_ITEM("Borrow", "RepayPerPeriod", config_parse_percent, ManagerConfig, borrow_repay_percent),
         CONFIG_ITEM("Borrow", "AllowUsers", config_parse_user_list, ManagerConfig, borrow_allow_users),
         CONFIG_ITEM("Borrow", "AllowGroups", config_parse_group_list, ManagerConfig, borrow_allow_groups),
         {},
@@ -44,6 +45,12 @@ int manager_config_load(const char *path, ManagerConfig *ret, char ***ret_files)
                                        path, format_timespan(a, sizeof(a), c.borrow_min_quota_usec, 1),
                                        format_timespan(b, sizeof(b), c.borrow_max_debt_usec, 1));
         }
+
+        if (c.borrow_repay_percent < 1)
+                return log_error_errno(EINVAL,
+                                       "%s: [Borrow] RepayPerPeriod=0%%: expected 1%% to 100%% (0%% would never repay "
+                                       "a debt).",
+                                       path);
 
         *ret = c;
         if (ret_files)
@@ -73,11 +80,12 @@ void manager_config_dump(const ManagerConfig *c, FILE *f) {
                 "\n"
                 "[Borrow]\n"
                 "MinQuotaSec=%s\n"
-                "MaxDebtSec=%s\n",
+                "MaxDebtSec=%s\n"
+                "RepayPerPeriod=%u%%\n",
                 log_level_to_string(c->log_level), log_target_to_string(c->log_target), c->runtime_directory,
                 slice_backend_type_to_string(c->slice_backend), c->slice_cgroup_root,
                 format_timespan(a, sizeof(a), c->borrow_min_quota_usec, 1),
-                format_timespan(b, sizeof(b), c->borrow_max_debt_usec, 1));
+                format_timespan(b, sizeof(b), c->borrow_max_debt_usec, 1), c->borrow_repay_percent);
         dump_ids(f, "AllowUsers", &c->borrow_allow_users);
         dump_ids(f, "AllowGroups", &c->borrow_allow_groups);
 }

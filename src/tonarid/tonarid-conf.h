@@ -23,6 +23,7 @@ typedef struct ManagerConfig {
         char slice_cgroup_root[PATH_MAX];   /* [Slices] CgroupRoot=, for the cgroupfs backend */
         usec_t borrow_min_quota_usec;       /* [Borrow] MinQuotaSec= */
         usec_t borrow_max_debt_usec;        /* [Borrow] MaxDebtSec= */
+        unsigned borrow_repay_percent;      /* [Borrow] RepayPerPeriod= */
         ConfigIdList borrow_allow_users;    /* [Borrow] AllowUsers= */
         ConfigIdList borrow_allow_groups;   /* [Borrow] AllowGroups= */
 } ManagerConfig;
@@ -33,7 +34,8 @@ typedef struct ManagerConfig {
  * where the kernel mounts cgroups. RuntimeDirectory=/run/tonari: what systemd's RuntimeDirectory=
  * gives the unit (kept across restarts by RuntimeDirectoryPreserve=yes, gone at reboot, as is
  * the debt it holds). MinQuotaSec=1ms: the smallest CFS quota the kernel takes. MaxDebtSec=10s:
- * see BORROW_MAX_DEBT_DEFAULT_USEC. AllowUsers=/AllowGroups= empty: only root charges.
+ * see BORROW_MAX_DEBT_DEFAULT_USEC. RepayPerPeriod=50%: half the debt per period damps the swing
+ * described in borrow-ledger.h and still clears a debt within a few periods. AllowUsers=/AllowGroups= empty: only root charges.
  */
 #define MANAGER_CONFIG_DEFAULTS                                                                        \
         ((ManagerConfig){ .log_level = LOG_INFO,                                                       \
@@ -42,7 +44,8 @@ typedef struct ManagerConfig {
                           .slice_backend = SLICE_BACKEND_AUTO,                                         \
                           .slice_cgroup_root = "/sys/fs/cgroup",                                       \
                           .borrow_min_quota_usec = BORROW_FLOOR_DEFAULT_USEC,                          \
-                          .borrow_max_debt_usec = BORROW_MAX_DEBT_DEFAULT_USEC })
+                          .borrow_max_debt_usec = BORROW_MAX_DEBT_DEFAULT_USEC,                        \
+                          .borrow_repay_percent = BORROW_REPAY_DEFAULT_PERCENT })
 
 /*
  * Loads path and the *.conf files in path.d/ over the defaults. On failure *ret is untouched and the error has

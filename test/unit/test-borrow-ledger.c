@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "borrow-ledger.h"
@@ -8,7 +9,7 @@
 #define MS USEC_PER_MSEC
 
 static void assert_balanced(const BorrowAccount *a) {
-        ck_assert_uint_eq(a->borrowed_usec, a->debt_usec + a->repaid_usec + a->forgiven_usec);
+        ck_assert_uint_eq(a->borrowed_usec + a->overrun_usec, a->debt_usec + a->repaid_usec + a->forgiven_usec);
 }
 
 START_TEST(test_policy) {
@@ -17,8 +18,18 @@ START_TEST(test_policy) {
         ck_assert_int_eq(borrow_policy_validate(&p), 0);
         p.floor_usec = 999;
         ck_assert_int_eq(borrow_policy_validate(&p), -EINVAL);
-        p = (BorrowPolicy) { .floor_usec = 5 * MS, .max_debt_usec = 4 * MS };
+        p = (BorrowPolicy) { .floor_usec = 5 * MS, .max_debt_usec = 4 * MS, .repay_percent = 100 };
         ck_assert_int_eq(borrow_policy_validate(&p), -EINVAL);
+        p = BORROW_POLICY_DEFAULT;
+        ck_assert_uint_eq(p.repay_percent, 50);
+        p.repay_percent = 0;
+        ck_assert_int_eq(borrow_policy_validate(&p), -EINVAL);
+        p.repay_percent = 101;
+        ck_assert_int_eq(borrow_policy_validate(&p), -EINVAL);
+        p.repay_percent = 1;
+        ck_assert_int_eq(borrow_policy_validate(&p), 0);
+        p.repay_percent = 100;
+        ck_assert_int_eq(borrow_policy_validate(&p), 0);
 }
 END_TEST
 
@@ -37,7 +48,7 @@ START_TEST(test_charge_bad_input) {
 END_TEST
 
 START_TEST(test_cap) {
-        BorrowPolicy p = { .floor_usec = 1 * MS, .max_debt_usec = 100 * MS };
+        BorrowPolicy p = { .floor_usec = 1 * MS, .max_debt_usec = 100 * MS, .repay_percent = 100 };
         BorrowAccount a = {};
         usec_t added;
 
@@ -58,6 +69,8 @@ END_TEST
 START_TEST(test_period_paper) {
         BorrowPolicy p = BORROW_POLICY_DEFAULT;
         BorrowAccount a = {};
+
+        p.repay_percent = BORROW_REPAY_PAPER_PERCENT;
 
         /* No debt: the configured quota, nothing counted. */
         ck_assert_uint_eq(borrow_account_period(&a, &p, 50 * MS), 50 * MS);
@@ -82,7 +95,7 @@ END_TEST
 /* debt just below the quota: quota - debt would be below the floor, so the floor applies and
  * the rest of the debt is forgiven (it is cleared, as in the paper's second branch). */
 START_TEST(test_period_floor_clamp) {
-        BorrowPolicy p = { .floor_usec = 5 * MS, .max_debt_usec = 10 * USEC_PER_SEC };
+        BorrowPolicy p = { .floor_usec = 5 * MS, .max_debt_usec = 10 * USEC_PER_SEC, .repay_percent = 100 };
         BorrowAccount a = {};
 
         ck_assert_int_eq(borrow_account_charge(&a, &p, 18 * MS, NULL), 0);
@@ -102,7 +115,7 @@ END_TEST
 
 /* A quota at or below the floor cannot be shortened: the debt is written off at once. */
 START_TEST(test_period_quota_below_floor) {
-        BorrowPolicy p = { .floor_usec = 2 * MS, .max_debt_usec = 10 * USEC_PER_SEC };
+        BorrowPolicy p = { .floor_usec = 2 * MS, .max_debt_usec = 10 * USEC_PER_SEC, .repay_percent = 50 };
         BorrowAccount a = {};
 
         ck_assert_int_eq(borrow_account_charge(&a, &p, 7 * MS, NULL), 0);
@@ -120,6 +133,7 @@ START_TEST(test_capacity) {
         BorrowAccount a = {};
         usec_t cap = borrow_capacity_usec(100 * MS, 2);
 
+        p.repay_percent = BORROW_REPAY_PAPER_PERCENT;
         ck_assert_uint_eq(cap, 200 * MS);
         ck_assert_uint_eq(borrow_capacity_usec(100 * MS, 0), 100 * MS);
         ck_assert_uint_eq(borrow_capacity_usec(UINT64_MAX / 2, 4), UINT64_MAX);
@@ -131,26 +145,34 @@ START_TEST(test_capacity) {
 }
 END_TEST
 
-/* Random charges and periods against a straightforward model of the rules. */
-START_TEST(test_random_against_model) {
-        BorrowPolicy p = { .floor_usec = 1 * MS, .max_debt_usec = 500 * MS };
+/* Random charges and periods against a straightforward model of the rules, for the paper's
+ * repayment and paced ones. */
+static const unsigned model_percents[] = { 100, 99, 50, 30, 1 };
+
+static void random_against_model(unsigned percent) {
+        BorrowPolicy p = { .floor_usec = 1 * MS, .max_debt_usec = 500 * MS, .repay_percent = percent };
         BorrowAccount a = {};
         uint64_t model_debt = 0, total = 0;
-        unsigned seed = 20261122;
+        unsigned seed = 20261122 + percent;
 
         for (unsigned i = 0; i < 200000; i++) {
                 if (rand_r(&seed) % 3 == 0) {
-                        usec_t q = 1 + (usec_t) (rand_r(&seed) % (200 * MS)), e, expect;
+                        usec_t q = 1 + (usec_t) (rand_r(&seed) % (200 * MS)), e, expect, due;
 
+                        /* The installment in floating point, rounded up: independent of the
+                         * integer arithmetic under test. */
+                        due = (usec_t) ceil((double) model_debt * p.repay_percent / 100.0);
+                        if (due < p.floor_usec)
+                                due = model_debt < p.floor_usec ? model_debt : p.floor_usec;
                         if (model_debt == 0 || q <= p.floor_usec) {
                                 expect = q;
                                 model_debt = 0;
-                        } else if (model_debt >= q) {
+                        } else if (due >= q) {
                                 expect = p.floor_usec;
                                 model_debt -= q;
                         } else {
-                                expect = q - model_debt < p.floor_usec ? p.floor_usec : q - model_debt;
-                                model_debt = 0;
+                                expect = q - due < p.floor_usec ? p.floor_usec : q - due;
+                                model_debt -= due;
                         }
                         e = borrow_account_period(&a, &p, q);
                         ck_assert_uint_eq(e, expect);
@@ -171,6 +193,151 @@ START_TEST(test_random_against_model) {
         ck_assert_uint_gt(a.periods_shortened, 0);
         ck_assert_uint_gt(a.repaid_usec, 0);
 }
+
+START_TEST(test_random_against_model) {
+        for (size_t i = 0; i < ELEMENTSOF(model_percents); i++)
+                random_against_model(model_percents[i]);
+}
+END_TEST
+
+/* Paced: half the debt per period, at least the floor's worth, the rest when it is smaller. */
+START_TEST(test_period_paced) {
+        BorrowPolicy p = BORROW_POLICY_DEFAULT;
+        BorrowAccount a = {};
+        static const usec_t expect[][2] = {
+                /* quota applied, debt left; quota 50 ms, debt 120 ms */
+                { 1 * MS, 70 * MS },          /* due 60 >= 50: the floor, debt -= quota */
+                { 15 * MS, 35 * MS },         /* due 35 */
+                { 32500, 17500 },             /* due 17.5 */
+                { 41250, 8750 },              /* due 8.75 */
+                { 45625, 4375 },              /* due 4.375 */
+                { 47812, 2187 },              /* due 2187.5, rounded up */
+                { 48906, 1093 },              /* due 1093.5, rounded up */
+                { 49 * MS, 93 },              /* due 546.5 < the floor: the floor's worth */
+                { 49907, 0 },                 /* the 93 µs left */
+                { 50 * MS, 0 },
+        };
+
+        ck_assert_int_eq(borrow_account_charge(&a, &p, 120 * MS, NULL), 0);
+        ck_assert_uint_eq(borrow_account_installment(&a, &p), 60 * MS);
+        for (size_t i = 0; i < ELEMENTSOF(expect); i++) {
+                ck_assert_uint_eq(borrow_account_period(&a, &p, 50 * MS), expect[i][0]);
+                ck_assert_uint_eq(a.debt_usec, expect[i][1]);
+                assert_balanced(&a);
+        }
+        ck_assert_uint_eq(a.periods_shortened, 9);
+        ck_assert_uint_eq(a.forgiven_usec, 1 * MS);
+
+        /* No overflow in the installment, whatever the debt. */
+        a = (BorrowAccount) { .debt_usec = UINT64_MAX - 1 };
+        p.floor_usec = 1 * MS;
+        ck_assert_uint_eq(borrow_account_installment(&a, &p), UINT64_MAX / 2);
+        p.repay_percent = 99;
+        ck_assert_uint_le(borrow_account_installment(&a, &p), UINT64_MAX - 1);
+        ck_assert_uint_gt(borrow_account_installment(&a, &p), UINT64_MAX / 100 * 98);
+        p.repay_percent = 1;
+        a.debt_usec = 150 * MS;
+        ck_assert_uint_eq(borrow_account_installment(&a, &p), 1500);
+        a.debt_usec = 99;
+        ck_assert_uint_eq(borrow_account_installment(&a, &p), 99);
+}
+END_TEST
+
+/*
+ * Why repayment is paced by default. A model of the log flood: the target runs whatever quota it
+ * is left (it always has work), and its helper spends k times that in the same period, charged
+ * to the target at the period's end. With k > 1 the paper's rule (repay everything next period)
+ * swings between the floor and the full quota, and in every full period target plus helper take
+ * far more than the quota; paced repayment settles where target plus helper use exactly it.
+ */
+static usec_t worst_overshoot(unsigned percent, double k) {
+        BorrowPolicy p = BORROW_POLICY_DEFAULT;
+        BorrowAccount a = {};
+        const usec_t quota = 25 * MS;
+        usec_t worst = 0;
+
+        p.repay_percent = percent;
+        for (unsigned period = 0; period < 200; period++) {
+                usec_t ran = borrow_account_period(&a, &p, quota), helper = (usec_t) (k * (double) ran);
+
+                if (period >= 100 && ran + helper > quota)
+                        worst = MAX(worst, ran + helper - quota);
+                ck_assert_int_eq(borrow_account_charge(&a, &p, helper, NULL), 0);
+                assert_balanced(&a);
+        }
+        return worst;
+}
+
+START_TEST(test_paced_damps) {
+        /* The paper's rule: a full period now and then, when target and helper take 2.1 and 2.5
+         * times the quota. */
+        ck_assert_uint_gt(worst_overshoot(100, 1.1), 20 * MS);
+        ck_assert_uint_gt(worst_overshoot(100, 1.5), 20 * MS);
+        /* Paced: within 1 % of the quota once settled, up to a helper 2.5 times as costly. */
+        ck_assert_uint_le(worst_overshoot(50, 1.1), 250);
+        ck_assert_uint_le(worst_overshoot(50, 1.5), 250);
+        ck_assert_uint_le(worst_overshoot(50, 2.5), 250);
+        ck_assert_uint_le(worst_overshoot(30, 2.5), 250);
+        /* A helper cheaper than the target never needed pacing. */
+        ck_assert_uint_le(worst_overshoot(100, 0.5), 250);
+}
+END_TEST
+
+/* Overrun is owed like a charge, capped like one, counted apart from what was borrowed, repaid
+ * after the charges, and forgiven once nothing charged is left. */
+START_TEST(test_overrun) {
+        BorrowPolicy p = { .floor_usec = 1 * MS, .max_debt_usec = 10 * MS, .repay_percent = 100 };
+        BorrowAccount a = {};
+
+        ck_assert_uint_eq(borrow_account_overrun(&a, &p, 0), 0);
+        ck_assert_int_eq(borrow_account_charge(&a, &p, 6 * MS, NULL), 0);
+        ck_assert_uint_eq(borrow_account_period(&a, &p, 20 * MS), 14 * MS);
+        /* The slice ran 15 ms in that period instead of 14, and helpers spent 3 ms more. */
+        ck_assert_uint_eq(borrow_account_overrun(&a, &p, 1 * MS), 1 * MS);
+        ck_assert_int_eq(borrow_account_charge(&a, &p, 3 * MS, NULL), 0);
+        ck_assert_uint_eq(a.debt_usec, 4 * MS);
+        ck_assert_uint_eq(a.overrun_debt_usec, 1 * MS);
+        ck_assert_uint_eq(a.borrowed_usec, 9 * MS);
+        ck_assert_uint_eq(a.overrun_usec, 1 * MS);
+        assert_balanced(&a);
+        ck_assert_uint_eq(borrow_account_period(&a, &p, 20 * MS), 16 * MS);
+        ck_assert_uint_eq(a.overrun_debt_usec, 0);
+        ck_assert_uint_eq(a.repaid_usec, 10 * MS);
+        assert_balanced(&a);
+
+        /* Overrun alone is forgiven at the next period, not repaid. */
+        ck_assert_uint_eq(borrow_account_overrun(&a, &p, 2 * MS), 2 * MS);
+        ck_assert_uint_eq(borrow_account_period(&a, &p, 20 * MS), 20 * MS);
+        ck_assert_uint_eq(a.debt_usec, 0);
+        ck_assert_uint_eq(a.overrun_debt_usec, 0);
+        ck_assert_uint_eq(a.forgiven_usec, 2 * MS);
+        ck_assert_uint_eq(a.periods_shortened, 2);
+        assert_balanced(&a);
+
+        /* Charges first: 9 ms charged and 1 ms overrun (the cap forgives 1 ms more), repaid at
+         * 30 % a period; the overrun is left when the charges are paid, and forgiven. */
+        ck_assert_int_eq(borrow_account_charge(&a, &p, 9 * MS, NULL), 0);
+        ck_assert_uint_eq(borrow_account_overrun(&a, &p, 2 * MS), 1 * MS);
+        p.repay_percent = 30;
+        ck_assert_uint_eq(borrow_account_period(&a, &p, 20 * MS), 17 * MS);
+        ck_assert_uint_eq(a.debt_usec, 7 * MS);
+        ck_assert_uint_eq(a.overrun_debt_usec, 1 * MS);
+        ck_assert_uint_eq(borrow_account_period(&a, &p, 20 * MS), 17900);
+        ck_assert_uint_eq(borrow_account_period(&a, &p, 20 * MS), 18530);
+        ck_assert_uint_eq(a.debt_usec, 3430);
+        ck_assert_uint_eq(a.overrun_debt_usec, 1 * MS);
+        ck_assert_uint_eq(borrow_account_period(&a, &p, 20 * MS), 18971);
+        ck_assert_uint_eq(borrow_account_period(&a, &p, 20 * MS), 19 * MS);
+        ck_assert_uint_eq(a.debt_usec, 1401);
+        ck_assert_uint_eq(a.overrun_debt_usec, 1 * MS);
+        /* The floor's worth: the 401 µs charged, then 599 µs of the overrun. */
+        ck_assert_uint_eq(borrow_account_period(&a, &p, 20 * MS), 19 * MS);
+        ck_assert_uint_eq(a.debt_usec, 401);
+        ck_assert_uint_eq(a.overrun_debt_usec, 401);
+        ck_assert_uint_eq(borrow_account_period(&a, &p, 20 * MS), 20 * MS); /* overrun alone: forgiven */
+        ck_assert_uint_eq(a.debt_usec, 0);
+        assert_balanced(&a);
+}
 END_TEST
 
 START_TEST(test_saturation) {
@@ -186,5 +353,5 @@ START_TEST(test_saturation) {
 END_TEST
 
 TEST_SUITE("borrow-ledger", test_policy, test_charge_bad_input, test_cap, test_period_paper,
-           test_period_floor_clamp, test_period_quota_below_floor, test_capacity, test_random_against_model,
-           test_saturation)
+           test_period_floor_clamp, test_period_quota_below_floor, test_capacity, test_random_against_model, test_period_paced, test_paced_damps,
+           test_overrun, test_saturation)

@@ -80,6 +80,22 @@ START_TEST(test_unknown_is_ignored) {
 }
 END_TEST
 
+START_TEST(test_borrow_settings) {
+        _cleanup_free_ char *p = NULL;
+        ManagerConfig c;
+
+        setup();
+        p = put("tonarid.conf", "[Borrow]\nRepayPerPeriod=100%\nMinQuotaSec=5ms\n");
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert_uint_eq(c.borrow_repay_percent, 100);
+        ck_assert_uint_eq(c.borrow_min_quota_usec, 5 * USEC_PER_MSEC);
+        free(p);
+        p = put("tonarid.conf", "[Borrow]\nRepayPerPeriod=1%\nRepayPerPeriod=\n");
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert_uint_eq(c.borrow_repay_percent, BORROW_REPAY_DEFAULT_PERCENT);
+}
+END_TEST
+
 START_TEST(test_invalid_values) {
         const char *bad[] = {
                 "[Manager]\nLogLevel=verbose\n",
@@ -88,6 +104,12 @@ START_TEST(test_invalid_values) {
                 "[Manager]\nLogLevel=info\x01\n",
                 "[Manager\nLogLevel=info\n",   /* unclosed section */
                 "[Manager]\nLogLevel info\n",  /* no '=' */
+                "[Borrow]\nMinQuotaSec=999us\n",
+                "[Borrow]\nMinQuotaSec=2s\nMaxDebtSec=1s\n",
+                "[Borrow]\nRepayPerPeriod=0%\n",
+                "[Borrow]\nRepayPerPeriod=101%\n",
+                "[Borrow]\nRepayPerPeriod=50\n",
+                "[Borrow]\nRepayPerPeriod=-5%\n",
         };
         ManagerConfig c = MANAGER_CONFIG_DEFAULTS, before;
 
@@ -167,4 +189,4 @@ START_TEST(test_systemd_like_syntax) {
 END_TEST
 
 TEST_SUITE("conf-parser", test_systemd_like_syntax, test_defaults_without_files, test_main_and_dropins, test_unknown_is_ignored,
-           test_invalid_values, test_long_line, test_unreadable)
+           test_borrow_settings, test_invalid_values, test_long_line, test_unreadable)
