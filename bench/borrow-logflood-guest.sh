@@ -14,7 +14,11 @@
 #   none      flood, nothing charged
 #   proxy     flood, each copier registered with AddProxy() for its container's slice
 #   lib       flood, each copier charging its container through libtonari (--charge=)
-# Prints sysbench events/s per case, the ratios to the baseline, and tonarid's CPU time.
+# A borrowing mode may name the repayment to use, e.g. proxy@100 (RepayPerPeriod=100%, the paper's
+# rule) next to proxy@50; without it tonarid's configured value applies. The setting goes into a
+# drop-in, /etc/tonari/tonarid.conf.d/90-bench.conf, removed at the end.
+# Prints sysbench events/s per case, the ratios to the baseline, tonarid's CPU time, and per case
+# the CPU time sysbench got and its events per CPU second (to tell lost CPU time from interference).
 #
 # usage: borrow-logflood-guest.sh [--n=2,3,4,5] [--floods=yes,lsmod,echo] [--modes=none,proxy,lib]
 #                                 [--time=10] [--logcopy=PATH]
@@ -83,7 +87,25 @@ cleanup_case() {
         done
         rm -f "$work"/*.fifo "$work"/*.log
 }
-trap 'cleanup_case; rm -rf "$work"' EXIT
+dropin=/etc/tonari/tonarid.conf.d/90-bench.conf
+# set_repay MODE: RepayPerPeriod= from MODE's @PERCENT suffix, else tonarid's own setting. (Cases
+# run in subshells: what is applied is remembered in a file.)
+set_repay() {
+        local want=
+        [[ $1 == *@* ]] && want=${1#*@}
+        [[ $want == "$(cat "$work/repay" 2>/dev/null)" ]] && return 0
+        if [[ -n $want ]]; then
+                [[ $want =~ ^[0-9]+$ ]] || { echo "bad repayment in mode '$1': expected MODE@PERCENT" >&2; return 2; }
+                mkdir -p "${dropin%/*}"
+                printf '[Borrow]\nRepayPerPeriod=%s%%\n' "$want" >"$dropin"
+        else
+                rm -f "$dropin"
+        fi
+        systemctl reload tonarid.service
+        sleep 1
+        echo "$want" >"$work/repay"
+}
+trap 'cleanup_case; rm -rf "$work"; [[ ! -e $dropin ]] || { rm -f "$dropin"; systemctl reload tonarid.service; }' EXIT
 
 tonarid_cpu_usec() {
         local pid
@@ -106,9 +128,36 @@ record_charges() {
         done
 }
 
+# usage_of UNIT: the CPU time of a unit's cgroup so far, µs (0 for a unit that is not there).
+usage_of() {
+        local cg
+        cg=$(systemctl show -P ControlGroup "$1" 2>/dev/null) || true
+        [[ -n $cg ]] || { echo 0; return 0; }
+        awk '$1 == "usage_usec" { print $2 }' "/sys/fs/cgroup$cg/cpu.stat"
+}
+
+# cpu_snapshot N: wall clock (µs); the CPU time (µs) of sysbench's slice, of the flood slices
+# together and of the copiers together; what the flood slices were charged, repaid and overran
+# (see org.tonari.Manager1(5)); CPU 0's idle time.
+cpu_snapshot() {
+        local n=$1 i floods=0 copiers=0 charged=0 repaid=0 overrun=0 c r o
+        for ((i = 1; i < n; i++)); do
+                floods=$((floods + $(usage_of "tonari-c$i.slice")))
+                copiers=$((copiers + $(usage_of "bench-log-c$i.scope")))
+                read -r c r o < <(busctl get-property org.tonari.Manager1 "/org/tonari/slice/c$i" org.tonari.Borrowing1 \
+                        BorrowedUSec RepaidUSec OverrunUSec | awk '{ printf "%s ", $2 } END { print "" }')
+                charged=$((charged + c))
+                repaid=$((repaid + r))
+                overrun=$((overrun + o))
+        done
+        echo "$(($(date +%s%N) / 1000)) $(usage_of tonari-c0.slice) $floods $copiers $charged $repaid $overrun" \
+                "$(awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu0" { printf "%d", ($5 + $6) * 1000000 / hz }' /proc/stat)"
+}
+
 # run_case N FLOOD MODE → prints events/s of sysbench in c0.
 run_case() {
-        local n=$1 flood=$2 mode=$3 quota i cmd pid copier eps
+        local n=$1 flood=$2 mode=${3%@*} quota i cmd pid copier eps
+        set_repay "$3"
         quota=$((100 / n))
         for ((i = 0; i < n; i++)); do
                 tonarictl slice create "c$i" "CPUQuota=${quota}%" AllowedCPUs=0
@@ -133,11 +182,31 @@ run_case() {
                 fi
         done
         sleep 1
+        local before after
+        before=$(cpu_snapshot "$n")
         pid=$(start_in_slice c0 "sysbench cpu --threads=1 --time=$time --cpu-max-prime=10000 run" "$work/sysbench.out")
         while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
+        after=$(cpu_snapshot "$n")
+        # Where CPU 0's time went while sysbench ran. With borrowing, the flood slices get their
+        # quotas, (N-1)/N, minus what was charged; what the copiers spent beyond that
+        # ("uncharged") is taken from the neighbours.
+        awk -v n="$n" -v f="$flood" -v m="$3" -v b="$before" -v a="$after" 'BEGIN {
+                split(b, x); split(a, y); w = y[1] - x[1]
+                printf "CPU0 n=%s flood=%s mode=%s sysbench=%.3f floods=%.3f copiers=%.3f charged=%.3f repaid=%.3f overrun=%.3f floods+copiers=%.3f quota=%.3f idle=%.3f\n",
+                        n, f, m, (y[2] - x[2]) / w, (y[3] - x[3]) / w, (y[4] - x[4]) / w,
+                        (y[5] - x[5]) / w, (y[6] - x[6]) / w, (y[7] - x[7]) / w, (y[3] - x[3] + y[4] - x[4]) / w,
+                        (n - 1) / n, (y[8] - x[8]) / w }' >>"$work/cpu0"
         eps=$(awk '/events per second:/ { print $4 }' "$work/sysbench.out")
         [[ -n $eps ]] || { cat "$work/sysbench.out" >&2; return 1; }
-        [[ $mode == baseline ]] || record_charges "$n" "$flood" "$mode"
+        # The CPU time sysbench got (its slice holds nothing else) and what it did with each
+        # second of it: a loss of events with the CPU time intact is interference (caches, TLB,
+        # switches), which no accounting of CPU time can give back.
+        local cpu events
+        cpu=$(awk '$1 == "usage_usec" { print $2 }' "/sys/fs/cgroup$(systemctl show -P ControlGroup tonari-c0.slice)/cpu.stat")
+        events=$(awk '/total number of events:/ { print $5 }' "$work/sysbench.out")
+        echo "SYSBENCH n=$n flood=$flood mode=$3 cpu_share=$(awk -v c="$cpu" -v t="$time" 'BEGIN { printf "%.3f", c / (t * 1e6) }')" \
+                "events_per_cpu_s=$(awk -v e="$events" -v c="$cpu" 'BEGIN { printf "%.1f", e / (c / 1e6) }')" >>"$work/sysbench"
+        [[ $mode == baseline ]] || record_charges "$n" "$flood" "$3"
         cleanup_case
         echo "$eps"
 }
@@ -188,5 +257,9 @@ awk -v c=$((cpu_end - cpu_start)) -v w=$(((wall_end - wall_start) / 1000)) \
         'BEGIN { printf "tonarid CPU time during the runs: %.2f s of %.0f s wall (%.2f%% of one CPU)\n", c / 1e6, w / 1e6, 100 * c / w }'
 echo "GetStatus: $(busctl call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 GetStatus --json=short |
         python3 -c 'import json,sys; d=json.load(sys.stdin)["data"][0]; print({k: d[k]["data"] for k in ("BorrowWorkUSec", "BorrowTicks", "BorrowCgroupWrites", "BorrowProbeReads", "CPUUsageUSec")})')"
+echo "sysbench's share of CPU 0 and events per CPU second (quota share = 1/N):"
+cat "$work/sysbench"
+echo "Where CPU 0's time went while sysbench ran (shares of the wall time):"
+cat "$work/cpu0"
 cat "$work/ratios"
 cat "$work/charges"
