@@ -21,6 +21,17 @@ bprop() {
         busctl get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Borrowing1 "$2" | cut -d' ' -f2
 }
 
+# kill_and_wait PID...: SIGKILL and wait until each is gone. A process in a slice held at the
+# floor runs (and so dies) only when the kernel gives it CPU again, which after an overrun of the
+# 1 ms quota can take several periods.
+kill_and_wait() {
+        local p
+        kill -KILL "$@" 2>/dev/null || true
+        for p in "$@"; do
+                timeout 10 tail --pid="$p" -f /dev/null || true
+        done
+}
+
 testcase_install() {
         # shellcheck disable=SC2046
         DEBIAN_FRONTEND=noninteractive apt-get install -y $(find "$A" -name 'tonari_*.deb' -o -name 'libtonari0_*.deb')
@@ -67,8 +78,7 @@ testcase_charge_shortens_the_delegated_leaf() {
         assert_eq $((2000000 + $(bprop b1 OverrunUSec))) "$(( $(bprop b1 RepaidUSec) + $(bprop b1 ForgivenUSec) ))"
         journalctl -u tonarid --since=-1min -o cat | grep -q "Slice 'b1' owes 2s of CPU time"
         journalctl -u tonarid --since=-1min -o cat | grep -q "Slice 'b1' has repaid"
-        kill "$loop" "$loop2"
-        sleep 0.5
+        kill_and_wait "$loop" "$loop2"
         tonarictl slice remove b1
 }
 
@@ -84,8 +94,7 @@ testcase_slice_without_quota_is_measured_against_its_cpus() {
         assert_match '^(1000|50000) 100000$' "$(cat $CG/tonari-b2.slice/tonari-b2.scope/tenant/cpu.max)"
         sleep 1
         assert_eq "max 100000" "$(cat $CG/tonari-b2.slice/tonari-b2.scope/tenant/cpu.max)"
-        kill "$loop"
-        sleep 0.5
+        kill_and_wait "$loop"
         tonarictl slice remove b2
 }
 
@@ -109,8 +118,7 @@ testcase_debt_survives_restart() {
         grep -q '^target b3 debt=[1-9]' /run/tonari/borrow.state
         systemctl start tonarid.service
         assert_ge "$(bprop b3 DebtUSec)" 3000000 "debt after stop and start"
-        kill "$loop"
-        sleep 0.5
+        kill_and_wait "$loop"
         # Removing the slice drops its debt, and a new slice of that name owes nothing.
         tonarictl slice remove b3
         tonarictl slice create b3
@@ -148,8 +156,7 @@ testcase_proxy_charges_a_helper() {
         sleep 0.5
         assert_eq "" "$(tonarictl --no-legend borrow proxies)"
         journalctl -u tonarid --since=-1min -o cat | grep -q "Removed proxy $id .*: the helper process exited"
-        kill "$loop"
-        sleep 0.5
+        kill_and_wait "$loop"
         tonarictl slice remove b4
 }
 
