@@ -90,8 +90,10 @@ testcase_slice_without_quota_is_measured_against_its_cpus() {
         tonarictl slice attach b2 "$loop"
         tonarictl borrow charge b2 250ms
         sleep 0.15
-        # One CPU: 100 ms per period of capacity, the first period shortened to the floor.
-        assert_match '^(1000|50000) 100000$' "$(cat $CG/tonari-b2.slice/tonari-b2.scope/tenant/cpu.max)"
+        # One CPU: 100 ms per period of capacity. Half the debt due each period: 125 ms (the
+        # floor), then 75 ms (25 ms left), then 37.5 ms (62.5 ms left). Against two CPUs' 200 ms
+        # the first period would have been 75 ms.
+        assert_match '^(1000|25000|62500) 100000$' "$(cat $CG/tonari-b2.slice/tonari-b2.scope/tenant/cpu.max)"
         sleep 1
         assert_eq "max 100000" "$(cat $CG/tonari-b2.slice/tonari-b2.scope/tenant/cpu.max)"
         kill_and_wait "$loop"
