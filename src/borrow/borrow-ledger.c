@@ -15,33 +15,35 @@ int borrow_policy_validate(const BorrowPolicy *p) {
         return 0;
 }
 
+/* Adds usec to the debt up to the cap and forgives the rest; returns what was added. */
+static usec_t debt_add(BorrowAccount *a, const BorrowPolicy *p, usec_t usec) {
+        usec_t room = a->debt_usec < p->max_debt_usec ? p->max_debt_usec - a->debt_usec : 0, added = MIN(usec, room);
+
+        a->debt_usec += added;
+        a->forgiven_usec = add_saturating(a->forgiven_usec, usec - added);
+        return added;
+}
+
 int borrow_account_charge(BorrowAccount *a, const BorrowPolicy *p, usec_t usec, usec_t *ret_added) {
-        usec_t room, added;
+        usec_t added;
 
         if (usec == 0)
                 return -EINVAL;
         if (usec > BORROW_CHARGE_MAX_USEC)
                 return -ERANGE;
 
-        room = a->debt_usec < p->max_debt_usec ? p->max_debt_usec - a->debt_usec : 0;
-        added = MIN(usec, room);
-        a->debt_usec += added;
+        added = debt_add(a, p, usec);
         a->borrowed_usec = add_saturating(a->borrowed_usec, usec);
-        a->forgiven_usec = add_saturating(a->forgiven_usec, usec - added);
         if (ret_added)
                 *ret_added = added;
         return 0;
 }
 
 usec_t borrow_account_overrun(BorrowAccount *a, const BorrowPolicy *p, usec_t usec) {
-        usec_t room, added;
+        usec_t added = debt_add(a, p, usec);
 
-        room = a->debt_usec < p->max_debt_usec ? p->max_debt_usec - a->debt_usec : 0;
-        added = MIN(usec, room);
-        a->debt_usec += added;
         a->overrun_debt_usec += added;
         a->overrun_usec = add_saturating(a->overrun_usec, usec);
-        a->forgiven_usec = add_saturating(a->forgiven_usec, usec - added);
         return added;
 }
 

@@ -52,29 +52,40 @@ conf() {
         (($# == 0)) || printf '%s\n' "$@" >>"$TESTDIR/$name.conf"
 }
 
+# charged_busy_slice NAME: a slice with CPUQuota=50% running a busy loop ($loop), charged 500 ms,
+# which puts it at the floor.
+charged_busy_slice() {
+        "${CTL[@]}" slice create "$1" CPUQuota=50%
+        sh -c 'while :; do :; done' &
+        loop=$!
+        "${CTL[@]}" slice attach "$1" "$loop"
+        "${CTL[@]}" borrow charge "$1" 500ms
+        sleep 0.25
+        assert_eq 1000 "$(quota_of "$1")"
+}
+
+# assert_repaid NAME MIN-PERIODS MAX-PERIODS: the 500 ms of charged_busy_slice are repaid, and
+# everything owed (charged plus overrun) was repaid or forgiven.
+assert_repaid() {
+        assert_eq 50000 "$(quota_of "$1")"
+        assert_eq 0 "$(bprop "$1" DebtUSec)"
+        assert_ge "$(bprop "$1" PeriodsShortened)" "$2" "periods shortened"
+        assert_le "$(bprop "$1" PeriodsShortened)" "$3" "periods shortened"
+        assert_ge "$(bprop "$1" RepaidUSec)" 490000 "repaid"
+        assert_eq $((500000 + $(bprop "$1" OverrunUSec))) "$(($(bprop "$1" RepaidUSec) + $(bprop "$1" ForgivenUSec)))"
+}
+
 # The paper's rule (§6.3.3), RepayPerPeriod=100%.
 testcase_charge_and_repay() {
         trap '_kill_tonarids; kill ${loop:-} 2>/dev/null || true; cleanup_slices' EXIT
         conf repay RepayPerPeriod=100%
         start_tonarid repay
-        "${CTL[@]}" slice create "${P}a" CPUQuota=50%
-        sh -c 'while :; do :; done' &
-        loop=$!
-        "${CTL[@]}" slice attach "${P}a" "$loop"
-        "${CTL[@]}" borrow charge "${P}a" 500ms
-        sleep 0.25
-        assert_eq 1000 "$(quota_of "${P}a")"
+        charged_busy_slice "${P}a"
         assert_eq 500000 "$(bprop "${P}a" BorrowedUSec)"
         # 500 ms at 50 ms per period: 10 periods, then the configured quota again. What the busy
         # loop runs beyond the 1 ms floor is owed again (OverrunUSec) and may take one more.
         sleep 1.6
-        assert_eq 50000 "$(quota_of "${P}a")"
-        assert_eq 0 "$(bprop "${P}a" DebtUSec)"
-        assert_ge "$(bprop "${P}a" PeriodsShortened)" 10 "periods shortened"
-        assert_le "$(bprop "${P}a" PeriodsShortened)" 11 "periods shortened"
-        assert_ge "$(bprop "${P}a" RepaidUSec)" 490000 "repaid"
-        assert_eq $((500000 + $(bprop "${P}a" OverrunUSec))) \
-                "$(($(bprop "${P}a" RepaidUSec) + $(bprop "${P}a" ForgivenUSec)))"
+        assert_repaid "${P}a" 10 11
         assert_match "Slice '${P}a' owes 500ms of CPU time that helpers spent for it: shortening its quota from 50ms to 1ms" \
                 "$(cat "$TESTDIR/repay.log")"
         kill "$loop"
@@ -93,21 +104,9 @@ testcase_paced_repayment() {
         trap '_kill_tonarids; kill ${loop:-} 2>/dev/null || true; cleanup_slices' EXIT
         conf paced
         start_tonarid paced
-        "${CTL[@]}" slice create "${P}p" CPUQuota=50%
-        sh -c 'while :; do :; done' &
-        loop=$!
-        "${CTL[@]}" slice attach "${P}p" "$loop"
-        "${CTL[@]}" borrow charge "${P}p" 500ms
-        sleep 0.25
-        assert_eq 1000 "$(quota_of "${P}p")"
+        charged_busy_slice "${P}p"
         sleep 2.6
-        assert_eq 50000 "$(quota_of "${P}p")"
-        assert_eq 0 "$(bprop "${P}p" DebtUSec)"
-        assert_ge "$(bprop "${P}p" PeriodsShortened)" 12 "periods shortened"
-        assert_le "$(bprop "${P}p" PeriodsShortened)" 22 "periods shortened"
-        assert_ge "$(bprop "${P}p" RepaidUSec)" 490000 "repaid"
-        assert_eq $((500000 + $(bprop "${P}p" OverrunUSec))) \
-                "$(($(bprop "${P}p" RepaidUSec) + $(bprop "${P}p" ForgivenUSec)))"
+        assert_repaid "${P}p" 12 22
         kill "$loop"
         sleep 0.3
         "${CTL[@]}" slice remove "${P}p"
