@@ -256,12 +256,16 @@ static int charge_thread_get(ChargeThread **ret) {
 }
 
 /* Adds nsec to target's pending time and reports it if its interval has passed. What the report
- * costs this thread is work for the target too: it goes into the next report. */
-static int charge_account(ChargeThread *t, const char *target, uint64_t nsec) {
+ * costs this thread is work for the target too: it goes into the next report, and into
+ * *ret_report_nsec (if not NULL; 0 without a report) for a caller whose own measurement runs on. */
+static int charge_account(ChargeThread *t, const char *target, uint64_t nsec, uint64_t *ret_report_nsec) {
         usec_t now_usec = now(CLOCK_MONOTONIC);
         uint64_t before, after;
         ChargeEntry *e;
         int r;
+
+        if (ret_report_nsec)
+                *ret_report_nsec = 0;
 
         r = charge_batch_add(&t->batch, target, nsec, now_usec, &e);
         if (r < 0)
@@ -271,12 +275,24 @@ static int charge_account(ChargeThread *t, const char *target, uint64_t nsec) {
         if (thread_cpu_nsec(&before) < 0)
                 return charge_report(t, e, now_usec);
         r = charge_report(t, e, now_usec);
-        if (thread_cpu_nsec(&after) >= 0 && after > before)
+        if (thread_cpu_nsec(&after) >= 0 && after > before) {
                 (void) charge_batch_add(&t->batch, target, after - before, now(CLOCK_MONOTONIC), NULL);
+                if (ret_report_nsec)
+                        *ret_report_nsec = after - before;
+        }
         return r;
 }
 
+/* Opens a measurement for target (valid) from start_nsec on. */
+static void charge_measure_open(ChargeThread *t, const char *target, uint64_t start_nsec) {
+        /* Valid, so at most NAME_MAX_LEN characters. */
+        memcpy(t->measure_target, target, strlen(target) + 1);
+        t->measure_start_nsec = start_nsec;
+        t->measuring = true;
+}
+
 _public_ int tonari_charge_begin(const char *target) {
+        uint64_t start_nsec;
         ChargeThread *t;
         int r;
 
@@ -289,12 +305,10 @@ _public_ int tonari_charge_begin(const char *target) {
         if (t->measuring)
                 return -EBUSY;
 
-        r = thread_cpu_nsec(&t->measure_start_nsec);
+        r = thread_cpu_nsec(&start_nsec);
         if (r < 0)
                 return r;
-        /* Valid, so at most NAME_MAX_LEN characters. */
-        memcpy(t->measure_target, target, strlen(target) + 1);
-        t->measuring = true;
+        charge_measure_open(t, target, start_nsec);
         return 0;
 }
 
@@ -311,10 +325,45 @@ _public_ int tonari_charge_end(void) {
         if (r < 0)
                 return r;
 
-        return charge_account(t, t->measure_target, stop_nsec - MIN(t->measure_start_nsec, stop_nsec));
+        return charge_account(t, t->measure_target, stop_nsec - MIN(t->measure_start_nsec, stop_nsec), NULL);
+}
+
+_public_ int tonari_charge_switch(const char *target) {
+        char previous[NAME_MAX_LEN + 1];
+        uint64_t switch_nsec, previous_nsec, report_nsec;
+        ChargeThread *t;
+        int r;
+
+        if (!charge_target_is_valid(target))
+                return -EINVAL;
+
+        r = charge_thread_get(&t);
+        if (r < 0)
+                return r;
+
+        /* The one reading that ends the open measurement and starts the next: whatever the thread
+         * runs from here on belongs to one of them. */
+        r = thread_cpu_nsec(&switch_nsec);
+        if (r < 0)
+                return r;
+        if (!t->measuring) {
+                charge_measure_open(t, target, switch_nsec);
+                return 0;
+        }
+
+        previous_nsec = switch_nsec - MIN(t->measure_start_nsec, switch_nsec);
+        memcpy(previous, t->measure_target, sizeof(previous));
+        charge_measure_open(t, target, switch_nsec);
+
+        /* A report made now is charged to the previous target (charge_account() adds its cost),
+         * so the new measurement starts after it. */
+        r = charge_account(t, previous, previous_nsec, &report_nsec);
+        t->measure_start_nsec += report_nsec;
+        return r;
 }
 
 _public_ int tonari_charge_add(const char *target, uint64_t usec) {
+        uint64_t report_nsec;
         ChargeThread *t;
         int r;
 
@@ -327,7 +376,11 @@ _public_ int tonari_charge_add(const char *target, uint64_t usec) {
         if (r < 0)
                 return r;
 
-        return charge_account(t, target, usec * NSEC_PER_USEC);
+        r = charge_account(t, target, usec * NSEC_PER_USEC, &report_nsec);
+        /* The report's cost went to target: not to the open measurement as well. */
+        if (t->measuring)
+                t->measure_start_nsec += report_nsec;
+        return r;
 }
 
 _public_ int tonari_charge_flush(void) {

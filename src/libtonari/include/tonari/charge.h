@@ -20,8 +20,8 @@
  *
  * Batching: a thread sends at most one message per target per TONARI_CHARGE_INTERVAL_USEC, apart
  * from tonari_charge_flush() and thread exit. Time measured in between stays pending in the thread
- * and goes out with the first tonari_charge_end() or tonari_charge_add() for that target after
- * the interval, with tonari_charge_flush(), or at thread exit.
+ * and goes out with the first tonari_charge_end(), tonari_charge_switch() or tonari_charge_add()
+ * that ends time for that target after the interval, with tonari_charge_flush(), or at thread exit.
  *
  * Bus: the system bus, or the D-Bus address in $TONARI_BUS_ADDRESS if set (ignored in setuid and
  * setgid programs). Each report is a synchronous call that waits at most one second for tonarid.
@@ -76,6 +76,21 @@ int tonari_charge_begin(const char *target);
  * the report fails, but lost with -E2BIG and -ENOMEM.
  */
 int tonari_charge_end(void);
+
+/*
+ * Ends the measurement open in this thread, if any, as tonari_charge_end() does, and opens one for
+ * target as tonari_charge_begin() does, with one reading of the thread's CPU clock: no CPU time
+ * falls between the two measurements, as it does between tonari_charge_end() and the next
+ * tonari_charge_begin() (the library's own work and two clock system calls). Meant for a thread
+ * that works for one target after another, or for the same target in a loop (call it at the top
+ * of each iteration, and tonari_charge_end() once after the loop); a report made here is charged
+ * to the previous target, not measured again for the new one. With no measurement open it is
+ * tonari_charge_begin().
+ * Returns 0; -EINVAL for an invalid name and -ENOMEM for no memory for the thread's state, with
+ * nothing changed; otherwise the new measurement is open, and the errors are those of
+ * tonari_charge_end() for the previous one (-E2BIG, -ENOMEM, or the error of the report).
+ */
+int tonari_charge_switch(const char *target);
 
 /*
  * Adds usec microseconds of CPU time, measured by the caller in some other way, to what this
