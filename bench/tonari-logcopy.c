@@ -2,8 +2,9 @@
 /*
  * tonari-logcopy: a container log copier for benchmarks and VM tests (seed 000, §6.3.1). Like a
  * container runtime's log driver it reads the pipe a container's stdout and stderr are connected
- * to and appends everything to a file; with --charge=SLICE the CPU time of each wait, read and write is
- * charged to SLICE through libtonari, as the paper's collector does for its worker thread.
+ * to and appends everything to a file; with --charge=SLICE all its CPU time from the first wait on
+ * (each wait, read and write, and the loop in between) is charged to SLICE through libtonari, as
+ * the paper's collector does for its worker thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -125,11 +126,13 @@ static int run(void) {
                         { .fd = STDIN_FILENO, .events = POLLIN },
                         { .fd = sfd, .events = POLLIN },
                 };
-                bool measuring;
 
-                /* The one stream is all this thread waits for, so the wait (poll() and the
-                 * wake-up, not the time asleep, which is no CPU time) is charged with the copy. */
-                measuring = arg_charge && charge_result(tonari_charge_begin(arg_charge)) >= 0;
+                /* The thread works for the one stream only, so everything it runs is charged:
+                 * the wait (poll() and the wake-up, not the time asleep, which is no CPU time),
+                 * the copy and the loop. tonari_charge_switch() ends the previous iteration's
+                 * measurement and starts this one's at the same clock reading. */
+                if (arg_charge)
+                        (void) charge_result(tonari_charge_switch(arg_charge));
                 if (poll(p, ELEMENTSOF(p), -1) < 0) {
                         r = errno == EINTR ? 1 : log_error_errno(errno, "Failed to wait for input: %m");
                 } else if (p[1].revents != 0) {
@@ -137,14 +140,18 @@ static int run(void) {
                         r = 0;
                 } else
                         r = p[0].revents == 0 ? 1 : copy_once(out, buf);
-                if (measuring)
-                        (void) charge_result(tonari_charge_end());
                 if (r <= 0)
                         break;
         }
 
-        if (arg_charge)
+        if (arg_charge) {
+                int k = tonari_charge_end();
+
+                /* -EALREADY: the last switch could not open a measurement (reported then). */
+                if (k != -EALREADY)
+                        (void) charge_result(k);
                 (void) charge_result(tonari_charge_flush());
+        }
         return r;
 }
 
@@ -156,9 +163,9 @@ static void help(void) {
                "\n"
                "Options:\n"
                "  -h --help            Show this help and exit\n"
-               "     --charge=SLICE    Charge the CPU time of every wait, read and write to SLICE\n"
-               "                       through libtonari (errors are reported once, copying\n"
-               "                       goes on)\n"
+               "     --charge=SLICE    Charge all CPU time spent copying (waits, reads, writes)\n"
+               "                       to SLICE through libtonari (errors are reported once,\n"
+               "                       copying goes on)\n"
                "     --buffer=BYTES    Read at most this much at once (default: 64K)\n"
                "     --max-size=BYTES  Empty OUTFILE whenever it reaches this size, like a\n"
                "                       size-capped log driver (default: no limit)\n"

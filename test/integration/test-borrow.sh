@@ -167,6 +167,37 @@ testcase_proxy_and_libtonari() {
         stop_tonarid proxy
 }
 
+# libtonari's copier charges all the CPU time it spends, not only its reads and writes: with a
+# flood of small writes the time between two measurements is a large share of each iteration
+# (before tonari_charge_switch() the copier charged 0.89 of its time here).
+testcase_libtonari_charges_all() {
+        trap '_kill_tonarids; kill ${flood:-} 2>/dev/null || true; cleanup_slices' EXIT
+        local spent charged
+        conf whole
+        start_tonarid whole
+        "${CTL[@]}" slice create "${P}w"
+        mkfifo "$TESTDIR/small.fifo"
+        bash -c 'while :; do echo 1; done' >"$TESTDIR/small.fifo" &
+        flood=$!
+        # The copier's CPU time, user and system (bash's time, i.e. the child's rusage): everything
+        # the process ran, start-up included. The flood is stopped after 2 s; the copier then
+        # reads end of file, charges what is pending and exits.
+        (sleep 2; kill "$flood") &
+        spent=$( { TIMEFORMAT='%3U %3S'; time TONARI_BUS_ADDRESS="$BUS" "$LOGCOPY" --charge="${P}w" \
+                "$TESTDIR/small.out" <"$TESTDIR/small.fifo" 2>>"$TESTDIR/copier.err"; } 2>&1 |
+                awk 'END { printf "%d", ($1 + $2) * 1000000 }')
+        wait "$flood" 2>/dev/null || true
+        flood=
+        charged=$(bprop "${P}w" BorrowedUSec)
+        echo "copier spent ${spent} us, charged ${charged} us"
+        assert_ge "$spent" 50000 "copier CPU time"
+        assert_ge "$((charged * 100))" "$((spent * 97))" "charged (${charged} us) against spent (${spent} us) x 0.97"
+        assert_ge "$((spent * 101))" "$((charged * 100))" "spent (${spent} us) x 1.01 against charged (${charged} us)"
+        rm -f "$TESTDIR/small.fifo" "$TESTDIR/small.out"
+        "${CTL[@]}" slice remove "${P}w"
+        stop_tonarid whole
+}
+
 # The share a repaying slice gets is its quota minus what its helper spent, not more: writing
 # cpu.max refills the quota at once, so a write in the middle of a kernel period would hand out a
 # second quota (before the writes were put on the period boundaries, the slice below got 61 % of
