@@ -27,7 +27,7 @@ static bool charge_entry_interval_passed(const ChargeEntry *e, usec_t now_usec) 
         if (!e->reported)
                 return true;
         /* CLOCK_MONOTONIC does not go back; a reading before the last report is not "later". */
-        return now_usec >= e->last_report_usec && now_usec - e->last_report_usec >= CHARGE_INTERVAL_USEC;
+        return now_usec >= e->slot_usec && now_usec - e->slot_usec >= CHARGE_INTERVAL_USEC;
 }
 
 static bool charge_entry_reusable(const ChargeEntry *e, usec_t now_usec) {
@@ -104,6 +104,10 @@ void charge_entry_reported(ChargeEntry *e, usec_t usec, bool success, usec_t now
                 e->pending_nsec %= NSEC_PER_USEC;
         else if (success)
                 e->pending_nsec -= usec * NSEC_PER_USEC;
-        e->last_report_usec = now_usec;
+        if (!e->reported || now_usec < e->slot_usec)
+                e->slot_usec = now_usec;
+        else
+                /* The start of the grid interval now_usec is in. */
+                e->slot_usec = now_usec - (now_usec - e->slot_usec) % CHARGE_INTERVAL_USEC;
         e->reported = true;
 }

@@ -22,7 +22,14 @@
 /* Microseconds of CLOCK_MONOTONIC. A target is reported at most once per interval: at 100 ms a
  * collector busy for every tenant at once costs tonarid ten calls per second per tenant and
  * thread, and a tenant's quota (enforced per 100 ms period by default) is shortened within about
- * one period of the work. */
+ * one period of the work.
+ *
+ * The intervals lie on a fixed grid per target that starts with its first report: one report per
+ * interval of the grid, made by the first charge that finds the current interval without one.
+ * Counting the interval from each report instead lets a thread whose work comes in bursts, such
+ * as a copier whose container's quota lets it run once per period, report a little later in each
+ * burst until the due time passes the end of one; that period then gets no report and the next
+ * one two periods' worth, and the tenant's quota swings. */
 #define CHARGE_INTERVAL_USEC (100 * USEC_PER_MSEC)
 
 /* Microseconds. tonarid's limit for one ChargeCPU, and the most kept pending per target. */
@@ -39,8 +46,9 @@ typedef struct ChargeEntry {
         char target[NAME_MAX_LEN + 1];
         uint64_t pending_nsec;   /* at most CHARGE_PENDING_MAX_NSEC */
         usec_t last_add_usec;    /* CLOCK_MONOTONIC of the last charge_batch_add() */
-        usec_t last_report_usec; /* CLOCK_MONOTONIC of the last report attempt, sent or failed */
-        bool reported;           /* last_report_usec is valid */
+        usec_t slot_usec;        /* CLOCK_MONOTONIC start of the grid interval of the last report
+                                  * attempt, sent or failed */
+        bool reported;           /* slot_usec is valid */
 } ChargeEntry;
 
 typedef struct ChargeBatch {
@@ -71,11 +79,12 @@ int charge_batch_add(ChargeBatch *b, const char *target, uint64_t nsec, usec_t n
 /* Whole microseconds a report for e would carry now (0: nothing to send). */
 usec_t charge_entry_report_usec(const ChargeEntry *e) _pure_;
 
-/* True if e has something to send and was not reported within the interval before now_usec. */
+/* True if e has something to send and no report attempt in the grid interval now_usec is in. */
 bool charge_entry_due(const ChargeEntry *e, usec_t now_usec) _pure_;
 
 /*
  * Records a report attempt at now_usec that carried usec (from charge_entry_report_usec()):
- * on success usec leaves the pending time; either way the interval starts again.
+ * on success usec leaves the pending time; either way the grid interval now_usec is in has had
+ * its report (the first attempt starts the grid at now_usec).
  */
 void charge_entry_reported(ChargeEntry *e, usec_t usec, bool success, usec_t now_usec);

@@ -59,13 +59,19 @@ START_TEST(test_interval_gating) {
         ck_assert_uint_eq(report(e, true, T0 + CHARGE_INTERVAL_USEC), 7 * MS);
         ck_assert(!charge_entry_due(e, T0 + CHARGE_INTERVAL_USEC));
 
-        /* The interval restarts at each report, not on a fixed grid. */
+        /* The intervals lie on a grid that started with the first report: a late report (here
+         * in the interval from T0 + 300 ms) does not push the next one later. */
         e = add(&b, "web", 1 * MS * NSEC_PER_USEC, T0 + 350 * MS);
         ck_assert(charge_entry_due(e, T0 + 350 * MS));
         ck_assert_uint_eq(report(e, true, T0 + 350 * MS), 1 * MS);
-        e = add(&b, "web", 1 * MS * NSEC_PER_USEC, T0 + 400 * MS);
-        ck_assert(!charge_entry_due(e, T0 + 400 * MS));
-        ck_assert(charge_entry_due(e, T0 + 450 * MS));
+        e = add(&b, "web", 1 * MS * NSEC_PER_USEC, T0 + 399 * MS);
+        ck_assert(!charge_entry_due(e, T0 + 399 * MS));
+        ck_assert(charge_entry_due(e, T0 + 400 * MS));
+        ck_assert_uint_eq(report(e, true, T0 + 400 * MS), 1 * MS);
+        /* ... and at most one report per interval of the grid. */
+        e = add(&b, "web", 1 * MS * NSEC_PER_USEC, T0 + 499 * MS);
+        ck_assert(!charge_entry_due(e, T0 + 499 * MS));
+        ck_assert(charge_entry_due(e, T0 + 500 * MS));
 
         /* A clock reading before the last report never makes a target due. */
         ck_assert(!charge_entry_due(e, T0));

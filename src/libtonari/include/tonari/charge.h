@@ -19,7 +19,8 @@
  * child starts with nothing pending (the parent still owns what it measured).
  *
  * Batching: a thread sends at most one message per target per TONARI_CHARGE_INTERVAL_USEC, apart
- * from tonari_charge_flush() and thread exit. Time measured in between stays pending in the thread
+ * from tonari_charge_flush() and thread exit; the intervals of a target follow each other on a
+ * fixed grid that starts with its first report, so a report made late does not delay the next. Time measured in between stays pending in the thread
  * and goes out with the first tonari_charge_end(), tonari_charge_switch() or tonari_charge_add()
  * that ends time for that target after the interval, with tonari_charge_flush(), or at thread exit.
  *
