@@ -1041,10 +1041,19 @@ int borrow_manager_new(sd_event *event, SliceManager *slices, const BorrowSettin
         return 0;
 }
 
+void borrow_manager_forget_chargers(BorrowManager *m) {
+        for (size_t i = 0; i < BORROW_CHARGERS_MAX; i++) {
+                free(m->chargers[i].sender);
+                m->chargers[i] = (BorrowCharger) {};
+        }
+}
+
 int borrow_manager_configure(BorrowManager *m, const BorrowSettings *settings) {
         if (borrow_policy_validate(&settings->policy) < 0 || settings->n_allow_uids > BORROW_ALLOW_MAX ||
             settings->n_allow_gids > BORROW_ALLOW_MAX)
                 return -EINVAL;
+        /* A remembered group check may no longer hold. */
+        borrow_manager_forget_chargers(m);
         m->policy = settings->policy;
         m->n_allow_uids = settings->n_allow_uids;
         if (m->n_allow_uids > 0)
@@ -1088,5 +1097,6 @@ BorrowManager *borrow_manager_free(BorrowManager *m) {
         sd_event_source_disable_unref(m->save_timer);
         sd_event_unref(m->event);
         free(m->state_file);
+        borrow_manager_forget_chargers(m);
         return mfree(m);
 }

@@ -78,6 +78,26 @@ struct BorrowProxy {
 
 #define BORROW_ALLOW_MAX 64
 
+/*
+ * A bus connection that called ChargeCPU(), as far as the access check needs it. Asking the bus
+ * for a sender's credentials is a round trip through dbus-daemon plus reads of /proc; a copier
+ * charging ten times a second per container would pay it at every call (measured in the VM: the
+ * daemons spent about 4 ms of CPU per call). The credentials of a connection are those of the
+ * process that opened it and do not change, and a unique name is never given to another
+ * connection while the bus runs (tonarid exits when it loses the bus), so they are asked once per
+ * connection. Supplementary groups are those at the first call of the connection.
+ */
+typedef struct BorrowCharger {
+        char *sender;    /* unique bus name; NULL: slot free */
+        uid_t uid;
+        pid_t pid;       /* 0: unknown */
+        bool in_group;   /* the effective or a supplementary group is in allow_gids */
+        usec_t used;     /* CLOCK_MONOTONIC of the last call, to replace the oldest */
+} BorrowCharger;
+
+/* Connections remembered; more chargers than this are asked again (oldest replaced first). */
+#define BORROW_CHARGERS_MAX 32
+
 typedef struct BorrowSettings {
         BorrowPolicy policy;
         const char *state_file; /* NULL: nothing persisted */
@@ -109,6 +129,8 @@ struct BorrowManager {
         uint64_t n_ticks;
         uint64_t n_writes;
         uint64_t n_probe_reads; /* cpu.stat reads spent finding period boundaries */
+        /* Recent ChargeCPU() callers; forgotten when the access lists change. */
+        BorrowCharger chargers[BORROW_CHARGERS_MAX];
 };
 
 /* Proxies are sampled this often: the CFS period systemd and the kernel default to. */
@@ -123,6 +145,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BorrowManager *, borrow_manager_free);
 int borrow_manager_configure(BorrowManager *m, const BorrowSettings *settings);
 
 BorrowTarget *borrow_manager_find_target(BorrowManager *m, const char *name) _pure_;
+
+/* Forgets the remembered ChargeCPU() callers. */
+void borrow_manager_forget_chargers(BorrowManager *m);
 
 /*
  * Charges usec of CPU spent for slice s. -EINVAL for 0, -ERANGE above BORROW_CHARGE_MAX_USEC.

@@ -269,6 +269,42 @@ testcase_slice_made_again() {
         stop_tonarid again
 }
 
+# tonarid asks the bus for a ChargeCPU() caller's credentials once per connection, yet a reload
+# that drops the user from AllowUsers= stops a connection that is still open from charging.
+testcase_charger_remembered_until_reload() {
+        trap '_kill_tonarids; kill ${flood:-} ${copier:-} 2>/dev/null || true; cleanup_slices' EXIT
+        local before after
+        conf allow AllowUsers=nobody
+        start_tonarid allow
+        "${CTL[@]}" slice create "${P}n"
+        mkfifo "$TESTDIR/nobody.fifo"
+        # One connection for the copier's whole life: libtonari keeps it open.
+        TONARI_BUS_ADDRESS="$BUS" setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+                "$LOGCOPY" --charge="${P}n" /dev/null <"$TESTDIR/nobody.fifo" 2>"$TESTDIR/nobody.err" &
+        copier=$!
+        yes >"$TESTDIR/nobody.fifo" &
+        flood=$!
+        sleep 1
+        before=$(bprop "${P}n" BorrowedUSec)
+        assert_ge "$before" 1000 "charged by an allowed user"
+        sleep 0.5
+        assert_ge "$(bprop "${P}n" BorrowedUSec)" "$((before + 1000))" "charged again on the same connection"
+        conf allow
+        kill -HUP "$TONARID_PID"
+        sleep 0.5
+        before=$(bprop "${P}n" BorrowedUSec)
+        sleep 1
+        after=$(bprop "${P}n" BorrowedUSec)
+        assert_eq "$before" "$after" "BorrowedUSec after the reload"
+        assert_match "Permission denied" "$(cat "$TESTDIR/nobody.err")"
+        kill "$flood" "$copier"
+        wait "$copier" || true
+        flood= copier=
+        rm -f "$TESTDIR/nobody.fifo"
+        "${CTL[@]}" slice remove "${P}n"
+        stop_tonarid allow
+}
+
 testcase_bad_input() {
         trap '_kill_tonarids; cleanup_slices' EXIT
         conf bad
