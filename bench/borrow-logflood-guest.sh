@@ -107,10 +107,15 @@ set_repay() {
 }
 trap 'cleanup_case; rm -rf "$work"; [[ ! -e $dropin ]] || { rm -f "$dropin"; systemctl reload tonarid.service; }' EXIT
 
-tonarid_cpu_usec() {
+# unit_cpu_usec UNIT: the CPU time of a service's main process so far, µs.
+unit_cpu_usec() {
         local pid
-        pid=$(systemctl show -P MainPID tonarid.service)
+        pid=$(systemctl show -P MainPID "$1")
         awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000000 / hz }' "/proc/$pid/stat"
+}
+
+tonarid_cpu_usec() {
+        unit_cpu_usec tonarid.service
 }
 
 # record_charges N FLOOD MODE: what each copier spent (its scope's cpu.stat) next to what its
@@ -137,21 +142,24 @@ usage_of() {
 }
 
 # cpu_snapshot N: wall clock (µs); the CPU time (µs) of sysbench's slice, of the flood slices
-# together and of the copiers together; what the flood slices were charged, repaid and overran
-# (see org.tonari.Manager1(5)); CPU 0's idle time.
+# together and of the copiers together; what the flood slices were charged, repaid, overran, were
+# forgiven and owe (see org.tonari.Manager1(5)); CPU 0's idle time.
 cpu_snapshot() {
-        local n=$1 i floods=0 copiers=0 charged=0 repaid=0 overrun=0 c r o
+        local n=$1 i floods=0 copiers=0 charged=0 repaid=0 overrun=0 forgiven=0 debt=0 c r o f d
         for ((i = 1; i < n; i++)); do
                 floods=$((floods + $(usage_of "tonari-c$i.slice")))
                 copiers=$((copiers + $(usage_of "bench-log-c$i.scope")))
-                read -r c r o < <(busctl get-property org.tonari.Manager1 "/org/tonari/slice/c$i" org.tonari.Borrowing1 \
-                        BorrowedUSec RepaidUSec OverrunUSec | awk '{ printf "%s ", $2 } END { print "" }')
+                read -r c r o f d < <(busctl get-property org.tonari.Manager1 "/org/tonari/slice/c$i" org.tonari.Borrowing1 \
+                        BorrowedUSec RepaidUSec OverrunUSec ForgivenUSec DebtUSec | awk '{ printf "%s ", $2 } END { print "" }')
                 charged=$((charged + c))
                 repaid=$((repaid + r))
                 overrun=$((overrun + o))
+                forgiven=$((forgiven + f))
+                debt=$((debt + d))
         done
         echo "$(($(date +%s%N) / 1000)) $(usage_of tonari-c0.slice) $floods $copiers $charged $repaid $overrun" \
-                "$(awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu0" { printf "%d", ($5 + $6) * 1000000 / hz }' /proc/stat)"
+                "$(awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu0" { printf "%d", ($5 + $6) * 1000000 / hz }' /proc/stat)" \
+                "$forgiven $debt $(($(tonarid_cpu_usec) + $(unit_cpu_usec dbus.service)))"
 }
 
 # run_case N FLOOD MODE → prints events/s of sysbench in c0.
@@ -192,10 +200,11 @@ run_case() {
         # ("uncharged") is taken from the neighbours.
         awk -v n="$n" -v f="$flood" -v m="$3" -v b="$before" -v a="$after" 'BEGIN {
                 split(b, x); split(a, y); w = y[1] - x[1]
-                printf "CPU0 n=%s flood=%s mode=%s sysbench=%.3f floods=%.3f copiers=%.3f charged=%.3f repaid=%.3f overrun=%.3f floods+copiers=%.3f quota=%.3f idle=%.3f\n",
+                printf "CPU0 n=%s flood=%s mode=%s sysbench=%.3f floods=%.3f copiers=%.3f charged=%.3f repaid=%.3f overrun=%.3f forgiven=%.3f debt%+.3f floods+copiers=%.3f quota=%.3f idle=%.3f other=%.3f daemons=%.3f\n",
                         n, f, m, (y[2] - x[2]) / w, (y[3] - x[3]) / w, (y[4] - x[4]) / w,
-                        (y[5] - x[5]) / w, (y[6] - x[6]) / w, (y[7] - x[7]) / w, (y[3] - x[3] + y[4] - x[4]) / w,
-                        (n - 1) / n, (y[8] - x[8]) / w }' >>"$work/cpu0"
+                        (y[5] - x[5]) / w, (y[6] - x[6]) / w, (y[7] - x[7]) / w, (y[9] - x[9]) / w,
+                        (y[10] - x[10]) / w, (y[3] - x[3] + y[4] - x[4]) / w, (n - 1) / n, (y[8] - x[8]) / w,
+                        1 - (y[2] - x[2] + y[3] - x[3] + y[4] - x[4] + y[8] - x[8]) / w, (y[11] - x[11]) / w }' >>"$work/cpu0"
         eps=$(awk '/events per second:/ { print $4 }' "$work/sysbench.out")
         [[ -n $eps ]] || { cat "$work/sysbench.out" >&2; return 1; }
         # The CPU time sysbench got (its slice holds nothing else) and what it did with each
