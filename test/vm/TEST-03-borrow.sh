@@ -212,6 +212,15 @@ testcase_log_flood() {
                         assert_ge "$sum" 90 "ratio with $mode borrowing (x100)"
                 fi
         done
+        # What was charged covers what the copier spent (its scope's CPU time): 0.98 here with
+        # either way of charging; libtonari's copier charged 0.91-0.95 of it before it measured
+        # without gaps (tonari_charge_switch()).
+        local line ratio
+        while read -r line; do
+                ratio=${line##*charged/copier=}
+                assert_ge "$ratio" 0.95 "charged/copier in: $line"
+        done < <(grep -E '^CHARGE n=2 flood=yes mode=(proxy|lib) ' <<<"$out")
+        assert_eq 4 "$(grep -cE '^CHARGE n=2 flood=yes mode=(proxy|lib) ' <<<"$out")" "CHARGE lines"
 }
 
 testcase_no_journal_errors() {
