@@ -14,6 +14,9 @@
 #   none      flood, nothing charged
 #   proxy     flood, each copier registered with AddProxy() for its container's slice
 #   lib       flood, each copier charging its container through libtonari (--charge=)
+#   inside    flood, each copier in its container's own slice: the kernel itself charges the
+#             copying to the container, which is what borrowing emulates (a reference, not a
+#             deployment: a runtime cannot put its log copier in the tenant's cgroup)
 # A borrowing mode may name the repayment to use, e.g. proxy@100 (RepayPerPeriod=100%, the paper's
 # rule) next to proxy@50; without it tonarid's configured value applies. The setting goes into a
 # drop-in, /etc/tonari/tonarid.conf.d/90-bench.conf, removed at the end.
@@ -176,6 +179,11 @@ run_case() {
                         continue
                 fi
                 mkfifo "$work/c$i.fifo"
+                if [[ $mode == inside ]]; then
+                        start_in_slice "c$i" "exec $(printf '%q' "$logcopy") --max-size=16M $(printf '%q' "$work/c$i.log") <$(printf '%q' "$work/c$i.fifo")" >/dev/null
+                        start_in_slice "c$i" "dd if=/dev/zero of=/dev/null & $(flood_command "$flood")" "$work/c$i.fifo" >/dev/null
+                        continue
+                fi
                 cmd=(taskset -c 0 "$logcopy")
                 [[ $mode == lib ]] && cmd+=(--charge="c$i")
                 # The copier, like nerdctl's logger in containerd.service: another slice.
@@ -215,7 +223,7 @@ run_case() {
         events=$(awk '/total number of events:/ { print $5 }' "$work/sysbench.out")
         echo "SYSBENCH n=$n flood=$flood mode=$3 cpu_share=$(awk -v c="$cpu" -v t="$time" 'BEGIN { printf "%.3f", c / (t * 1e6) }')" \
                 "events_per_cpu_s=$(awk -v e="$events" -v c="$cpu" 'BEGIN { printf "%.1f", e / (c / 1e6) }')" >>"$work/sysbench"
-        [[ $mode == baseline ]] || record_charges "$n" "$flood" "$3"
+        [[ $mode == baseline || $mode == inside ]] || record_charges "$n" "$flood" "$3"
         cleanup_case
         echo "$eps"
 }
