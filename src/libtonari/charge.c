@@ -291,25 +291,18 @@ static void charge_measure_open(ChargeThread *t, const char *target, uint64_t st
         t->measuring = true;
 }
 
-_public_ int tonari_charge_begin(const char *target) {
-        uint64_t start_nsec;
-        ChargeThread *t;
-        int r;
+/* CPU time of the open measurement up to now_nsec. */
+static uint64_t charge_measure_elapsed(const ChargeThread *t, uint64_t now_nsec) {
+        return now_nsec - MIN(t->measure_start_nsec, now_nsec);
+}
 
+_public_ int tonari_charge_begin(const char *target) {
         if (!charge_target_is_valid(target))
                 return -EINVAL;
-
-        r = charge_thread_get(&t);
-        if (r < 0)
-                return r;
-        if (t->measuring)
+        if (charge_thread && charge_thread->measuring)
                 return -EBUSY;
-
-        r = thread_cpu_nsec(&start_nsec);
-        if (r < 0)
-                return r;
-        charge_measure_open(t, target, start_nsec);
-        return 0;
+        /* With no measurement open, a switch only opens one. */
+        return tonari_charge_switch(target);
 }
 
 _public_ int tonari_charge_end(void) {
@@ -325,7 +318,7 @@ _public_ int tonari_charge_end(void) {
         if (r < 0)
                 return r;
 
-        return charge_account(t, t->measure_target, stop_nsec - MIN(t->measure_start_nsec, stop_nsec), NULL);
+        return charge_account(t, t->measure_target, charge_measure_elapsed(t, stop_nsec), NULL);
 }
 
 _public_ int tonari_charge_switch(const char *target) {
@@ -351,7 +344,7 @@ _public_ int tonari_charge_switch(const char *target) {
                 return 0;
         }
 
-        previous_nsec = switch_nsec - MIN(t->measure_start_nsec, switch_nsec);
+        previous_nsec = charge_measure_elapsed(t, switch_nsec);
         memcpy(previous, t->measure_target, sizeof(previous));
         charge_measure_open(t, target, switch_nsec);
 
