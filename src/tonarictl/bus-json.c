@@ -3,13 +3,8 @@
 #include <string.h>
 
 #include "bus-json.h"
+#include "json-util.h"
 #include "macro.h"
-
-static void json_object_putp(json_object **j) {
-        if (*j)
-                json_object_put(*j);
-}
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 static int read_basic(sd_bus_message *m, char type, json_object **ret) {
         union {

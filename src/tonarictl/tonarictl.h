@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
+#include "json-util.h"
 #include "macro.h"
 
 #define BUS_NAME "org.tonari.Manager1"
@@ -35,12 +36,6 @@ extern const char *arg_bus_address;
 extern JsonMode arg_json;
 extern bool arg_legend;
 extern const char *arg_move_to; /* 'slice remove' only; main() refuses it elsewhere */
-
-static inline void json_object_putp(json_object **j) {
-        if (*j)
-                json_object_put(*j);
-}
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 /* A command of a verb group ("slice create", "borrow list"). */
 typedef struct SubVerb {
