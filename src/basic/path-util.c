@@ -39,22 +39,9 @@ bool filename_is_valid(const char *s) {
         return !string_has_cc(s);
 }
 
-bool path_is_normalized_absolute(const char *s) {
-        size_t n;
-
-        if (!s || s[0] != '/')
-                return false;
-        n = strnlen(s, PATH_MAX);
-        if (n >= PATH_MAX)
-                return false;
-        if (string_has_cc(s))
-                return false;
-        if (n == 1)
-                return true;
-        if (s[n - 1] == '/')
-                return false;
-
-        for (const char *p = s + 1;;) {
+/* Components of a path without leading '/': none empty, ".", ".." or longer than NAME_MAX. */
+static bool components_are_normalized(const char *p) {
+        for (;;) {
                 size_t l = strcspn(p, "/");
 
                 if (l == 0)
@@ -67,6 +54,31 @@ bool path_is_normalized_absolute(const char *s) {
                         return true;
                 p += l + 1;
         }
+}
+
+static bool path_is_normalized(const char *s, bool absolute) {
+        size_t n;
+
+        if (!s || (s[0] == '/') != absolute)
+                return false;
+        n = strnlen(s, PATH_MAX);
+        if (n == 0 || n >= PATH_MAX)
+                return false;
+        if (string_has_cc(s))
+                return false;
+        if (absolute && n == 1)
+                return true;
+        if (s[n - 1] == '/')
+                return false;
+        return components_are_normalized(absolute ? s + 1 : s);
+}
+
+bool path_is_normalized_absolute(const char *s) {
+        return path_is_normalized(s, true);
+}
+
+bool path_is_normalized_relative(const char *s) {
+        return path_is_normalized(s, false);
 }
 
 bool path_equal_or_below(const char *path, const char *prefix) {

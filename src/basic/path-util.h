@@ -30,6 +30,13 @@ bool filename_is_valid(const char *s) _pure_;
  */
 bool path_is_normalized_absolute(const char *s) _pure_;
 
+/*
+ * A relative path as found in archives, after the caller stripped any leading "./": non-empty, no
+ * leading or trailing '/', no ".", ".." or empty components, no control characters, shorter than
+ * PATH_MAX. Joined to a directory it names something below that directory (symlinks aside).
+ */
+bool path_is_normalized_relative(const char *s) _pure_;
+
 /* True if path is prefix or lies below it, comparing whole components ("/a/bc" is not below "/a/b"). */
 bool path_equal_or_below(const char *path, const char *prefix) _pure_;
 

@@ -147,3 +147,18 @@ int free_and_strdup(char **p, const char *s) {
         *p = t;
         return 0;
 }
+
+int set_error_message(char **ret_message, int r, const char *format, ...) {
+        va_list ap;
+        char *m;
+
+        if (!ret_message)
+                return r;
+        va_start(ap, format);
+        if (vasprintf(&m, format, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        free(*ret_message);
+        *ret_message = m;
+        return r;
+}

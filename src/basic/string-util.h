@@ -18,6 +18,11 @@ static inline const char *strna(const char *s) {
         return s ?: "n/a";
 }
 
+/* Equal strings, where NULL equals only NULL. */
+static inline bool streq_ptr(const char *a, const char *b) {
+        return a && b ? streq(a, b) : a == b;
+}
+
 static inline const char *yes_no(bool b) {
         return b ? "yes" : "no";
 }
@@ -44,3 +49,10 @@ char *strjoin_real(const char *x, ...) _sentinel_;
 #define strjoin(a, ...) strjoin_real((a), __VA_ARGS__, NULL)
 
 int free_and_strdup(char **p, const char *s);
+
+/*
+ * For functions that explain their errors to the caller: replaces *ret_message (when ret_message is
+ * not NULL) with the formatted text and returns r, so that "return set_error_message(ret_error,
+ * -EBADMSG, ...)" fails in one line. Out of memory leaves *ret_message NULL, never r changed.
+ */
+int set_error_message(char **ret_message, int r, const char *format, ...) _printf_(3, 4);

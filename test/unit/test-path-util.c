@@ -73,6 +73,18 @@ START_TEST(test_path_is_normalized_absolute) {
 }
 END_TEST
 
+START_TEST(test_path_is_normalized_relative) {
+        const char *good[] = { "a", "blobs/sha256/ab", "a/.b/c..", "...", "a b/c" };
+        FOREACH_ELEMENT(g, good)
+                ck_assert_msg(path_is_normalized_relative(*g), "'%s' rejected", *g);
+
+        const char *bad[] = { "", "/", "/a", "./a", "a/./b", "a/../b", "..", ".", "a//b", "a/", "a\n", "../etc/passwd" };
+        FOREACH_ELEMENT(b, bad)
+                ck_assert_msg(!path_is_normalized_relative(*b), "'%s' accepted", *b);
+        ck_assert(!path_is_normalized_relative(NULL));
+}
+END_TEST
+
 START_TEST(test_path_join) {
         _cleanup_free_ char *a = path_join("/", "proc/cgroups"), *b = path_join("/tmp/root/", "/sys/x"),
                             *c = path_join("rel", "x");
@@ -84,4 +96,4 @@ START_TEST(test_path_join) {
 END_TEST
 
 TEST_SUITE("path-util", test_name_is_valid, test_filename_is_valid, test_path_is_normalized_absolute,
-           test_path_join)
+           test_path_is_normalized_relative, test_path_join)
