@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc-util.h"
+#include "rpc-internal.h"
+
+static pthread_mutex_t grpc_users_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned grpc_users;
+
+void rpc_grpc_ref(void) {
+        pthread_mutex_lock(&grpc_users_lock);
+        if (grpc_users++ == 0)
+                grpc_init();
+        pthread_mutex_unlock(&grpc_users_lock);
+}
+
+void rpc_grpc_unref(void) {
+        pthread_mutex_lock(&grpc_users_lock);
+        /* Blocking: gRPC's threads are gone when the last user is, so that a process's exit
+         * (and ASan's leak check) does not race with them. */
+        if (--grpc_users == 0)
+                grpc_shutdown_blocking();
+        pthread_mutex_unlock(&grpc_users_lock);
+}
+
+uint64_t rpc_options_max_message(const RpcOptions *o) {
+        return o && o->max_message_bytes > 0 ? o->max_message_bytes : RPC_MAX_MESSAGE_DEFAULT;
+}
+
+void rpc_args_init(RpcArgs *a, const RpcOptions *o) {
+        int max = (int) MIN(rpc_options_max_message(o), (uint64_t) INT32_MAX);
+
+        a->args[0] = (grpc_arg) { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                                  .value.integer = max };
+        a->args[1] = (grpc_arg) { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
+                                  .value.integer = max };
+        /* gRPC sets SO_REUSEPORT by default: a second server on a port in use would "succeed" and
+         * get half the connections. */
+        a->args[2] = (grpc_arg) { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_ALLOW_REUSEPORT,
+                                  .value.integer = 0 };
+        a->channel_args = (grpc_channel_args) { .num_args = ELEMENTSOF(a->args), .args = a->args };
+}
+
+static void free_copy(void *p) {
+        free(p);
+}
+
+grpc_byte_buffer *rpc_buffer_new(const void *data, size_t size) {
+        grpc_byte_buffer *bb;
+        grpc_slice slice;
+        void *copy;
+
+        if (size == 0)
+                slice = grpc_empty_slice();
+        else {
+                copy = memdup(data, size);
+                if (!copy)
+                        return NULL;
+                /* The slice takes the copy: no second copy inside gRPC. */
+                slice = grpc_slice_new(copy, size, free_copy);
+        }
+        bb = grpc_raw_byte_buffer_create(&slice, 1);
+        grpc_slice_unref(slice);
+        return bb;
+}
+
+int rpc_buffer_read(grpc_byte_buffer *bb, void **ret, size_t *ret_size) {
+        grpc_byte_buffer_reader reader;
+        grpc_slice all;
+        uint8_t *buf;
+        size_t n;
+
+        if (!grpc_byte_buffer_reader_init(&reader, bb))
+                return -EBADMSG;
+        all = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+        n = GRPC_SLICE_LENGTH(all);
+        buf = malloc(n + 1);
+        if (!buf) {
+                grpc_slice_unref(all);
+                return -ENOMEM;
+        }
+        if (n > 0)
+                memcpy(buf, GRPC_SLICE_START_PTR(all), n);
+        buf[n] = 0;
+        grpc_slice_unref(all);
+        *ret = buf;
+        *ret_size = n;
+        return 0;
+}
+
+gpr_timespec rpc_deadline(usec_t timeout) {
+        if (timeout == USEC_INFINITY || timeout > (usec_t) INT64_MAX)
+                return gpr_inf_future(GPR_CLOCK_MONOTONIC);
+        return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_micros((int64_t) timeout, GPR_TIMESPAN));
+}
+
+char *rpc_slice_to_string(grpc_slice s) {
+        size_t n = GRPC_SLICE_LENGTH(s);
+        char *p = malloc(n + 1);
+
+        if (!p)
+                return NULL;
+        if (n > 0)
+                memcpy(p, GRPC_SLICE_START_PTR(s), n);
+        p[n] = 0;
+        return p;
+}
+
+bool rpc_pluck(grpc_completion_queue *cq, void *tag) {
+        grpc_event ev = grpc_completion_queue_pluck(cq, tag, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+
+        return ev.type == GRPC_OP_COMPLETE && ev.success;
+}
+
+void rpc_cq_destroy(grpc_completion_queue *cq) {
+        if (!cq)
+                return;
+        grpc_completion_queue_shutdown(cq);
+        /* A pluck queue reports its shutdown to a pluck of any tag once it is empty. */
+        while (grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+               GRPC_QUEUE_SHUTDOWN)
+                ;
+        grpc_completion_queue_destroy(cq);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "../unit/tests.h"
+#include "macro.h"
+#include "rpc-status.h"
+
+START_TEST(test_errno_to_status_and_back) {
+        static const struct {
+                int r, status, back;
+        } table[] = {
+                { 0, RPC_STATUS_OK, 0 },
+                { -ECANCELED, RPC_STATUS_CANCELLED, -ECANCELED },
+                { -ELOOP, RPC_STATUS_UNKNOWN, -EIO },
+                { -EINVAL, RPC_STATUS_INVALID_ARGUMENT, -EINVAL },
+                { -EBADMSG, RPC_STATUS_INVALID_ARGUMENT, -EINVAL },
+                { -ENOTDIR, RPC_STATUS_INVALID_ARGUMENT, -EINVAL },
+                { -EISDIR, RPC_STATUS_INVALID_ARGUMENT, -EINVAL },
+                { -ENAMETOOLONG, RPC_STATUS_INVALID_ARGUMENT, -EINVAL },
+                { -EDOM, RPC_STATUS_INVALID_ARGUMENT, -EINVAL },
+                { -ETIMEDOUT, RPC_STATUS_DEADLINE_EXCEEDED, -ETIMEDOUT },
+                { -ENOENT, RPC_STATUS_NOT_FOUND, -ENOENT },
+                { -ESRCH, RPC_STATUS_NOT_FOUND, -ENOENT },
+                { -ENXIO, RPC_STATUS_NOT_FOUND, -ENOENT },
+                { -EEXIST, RPC_STATUS_ALREADY_EXISTS, -EEXIST },
+                { -EPERM, RPC_STATUS_PERMISSION_DENIED, -EACCES },
+                { -EACCES, RPC_STATUS_PERMISSION_DENIED, -EACCES },
+                { -EMSGSIZE, RPC_STATUS_RESOURCE_EXHAUSTED, -EMSGSIZE },
+                { -ENOSPC, RPC_STATUS_RESOURCE_EXHAUSTED, -EMSGSIZE },
+                { -E2BIG, RPC_STATUS_RESOURCE_EXHAUSTED, -EMSGSIZE },
+                { -ENOMEM, RPC_STATUS_RESOURCE_EXHAUSTED, -EMSGSIZE },
+                { -EMFILE, RPC_STATUS_RESOURCE_EXHAUSTED, -EMSGSIZE },
+                { -ENFILE, RPC_STATUS_RESOURCE_EXHAUSTED, -EMSGSIZE },
+                { -EDQUOT, RPC_STATUS_RESOURCE_EXHAUSTED, -EMSGSIZE },
+                { -EBUSY, RPC_STATUS_FAILED_PRECONDITION, -EBUSY },
+                { -ENOTEMPTY, RPC_STATUS_FAILED_PRECONDITION, -EBUSY },
+                { -EPROTONOSUPPORT, RPC_STATUS_FAILED_PRECONDITION, -EBUSY },
+                { -EDEADLK, RPC_STATUS_ABORTED, -EDEADLK },
+                { -ERANGE, RPC_STATUS_OUT_OF_RANGE, -ERANGE },
+                { -EOVERFLOW, RPC_STATUS_OUT_OF_RANGE, -ERANGE },
+                { -EFBIG, RPC_STATUS_OUT_OF_RANGE, -ERANGE },
+                { -EOPNOTSUPP, RPC_STATUS_UNIMPLEMENTED, -EOPNOTSUPP },
+                { -ENOSYS, RPC_STATUS_UNIMPLEMENTED, -EOPNOTSUPP },
+                { -EIO, RPC_STATUS_INTERNAL, -EPROTO },
+                { -EPROTO, RPC_STATUS_INTERNAL, -EPROTO },
+                { -EAGAIN, RPC_STATUS_UNAVAILABLE, -EAGAIN },
+                { -ECONNREFUSED, RPC_STATUS_UNAVAILABLE, -EAGAIN },
+                { -ECONNRESET, RPC_STATUS_UNAVAILABLE, -EAGAIN },
+                { -EHOSTUNREACH, RPC_STATUS_UNAVAILABLE, -EAGAIN },
+                { -ENETUNREACH, RPC_STATUS_UNAVAILABLE, -EAGAIN },
+                { -ESHUTDOWN, RPC_STATUS_UNAVAILABLE, -EAGAIN },
+                { -EUCLEAN, RPC_STATUS_DATA_LOSS, -EUCLEAN },
+        };
+        FOREACH_ELEMENT(t, table) {
+                ck_assert_msg(rpc_status_from_errno(t->r) == t->status, "errno %d", t->r);
+                ck_assert_msg(rpc_status_to_errno(t->status) == t->back, "status %d", t->status);
+        }
+        /* Every status maps back to itself through its errno. */
+        for (int s = RPC_STATUS_OK; s <= RPC_STATUS_DATA_LOSS; s++)
+                if (s != RPC_STATUS_UNKNOWN)
+                        ck_assert_int_eq(rpc_status_from_errno(rpc_status_to_errno(s)), s);
+        ck_assert_int_eq(rpc_status_to_errno(RPC_STATUS_UNAUTHENTICATED), -EACCES);
+        ck_assert_int_eq(rpc_status_to_errno(17), -EIO);
+        ck_assert_int_eq(rpc_status_to_errno(-1), -EIO);
+}
+END_TEST
+
+START_TEST(test_status_names) {
+        char buf[32];
+
+        ck_assert_str_eq(rpc_status_to_string(RPC_STATUS_NOT_FOUND, buf), "NOT_FOUND");
+        ck_assert_str_eq(rpc_status_to_string(RPC_STATUS_UNAUTHENTICATED, buf), "UNAUTHENTICATED");
+        ck_assert_str_eq(rpc_status_to_string(99, buf), "UNKNOWN(99)");
+}
+END_TEST
+
+TEST_SUITE("rpc-status", test_errno_to_status_and_back, test_status_names)
