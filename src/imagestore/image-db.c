@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "alloc-util.h"
+#include "fd-util.h"
+#include "image-db.h"
+#include "json-util.h"
+#include "string-util.h"
+
+#define IMAGE_DB_FILE "images.json"
+#define IMAGE_DB_TMP "images.json.new"
+/* The file format's version; a newer relay may add fields, an older one refuses a newer major. */
+#define IMAGE_DB_VERSION 1
+#define IMAGE_DB_MAX_BYTES (256U * 1024U * 1024U)
+
+static void layer_record_done(LayerRecord *l) {
+        l->media_type = mfree(l->media_type);
+}
+
+ImageRecord *image_record_free(ImageRecord *r) {
+        if (!r)
+                return NULL;
+        free(r->name);
+        free(r->source);
+        oci_platform_done(&r->platform);
+        for (size_t i = 0; i < r->n_layers; i++)
+                layer_record_done(&r->layers[i]);
+        free(r->layers);
+        return mfree(r);
+}
+
+static int strdup_maybe(const char *s, char **ret) {
+        *ret = NULL;
+        if (!s)
+                return 0;
+        *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int image_record_copy(const ImageRecord *r, ImageRecord **ret) {
+        _cleanup_image_record_ ImageRecord *c = NULL;
+
+        c = new0(ImageRecord, 1);
+        if (!c)
+                return -ENOMEM;
+        *c = (ImageRecord) {
+                .manifest_digest = r->manifest_digest,
+                .config_digest = r->config_digest,
+                .has_index_digest = r->has_index_digest,
+                .index_digest = r->index_digest,
+                .pulled_usec = r->pulled_usec,
+        };
+        if (strdup_maybe(r->name, &c->name) < 0 || strdup_maybe(r->source, &c->source) < 0 ||
+            strdup_maybe(r->platform.os, &c->platform.os) < 0 ||
+            strdup_maybe(r->platform.architecture, &c->platform.architecture) < 0 ||
+            strdup_maybe(r->platform.variant, &c->platform.variant) < 0)
+                return -ENOMEM;
+        c->layers = new0(LayerRecord, r->n_layers);
+        if (!c->layers)
+                return -ENOMEM;
+        for (size_t i = 0; i < r->n_layers; i++) {
+                c->layers[i] = r->layers[i];
+                c->layers[i].media_type = NULL;
+                c->n_layers++;
+                if (strdup_maybe(r->layers[i].media_type, &c->layers[i].media_type) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+bool image_name_is_valid(const char *name) {
+        size_t n;
+
+        if (!name)
+                return false;
+        n = strlen(name);
+        if (n == 0 || n > 255)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) name[i] <= ' ' || (unsigned char) name[i] >= 0x7f)
+                        return false;
+        return true;
+}
+
+void image_db_done(ImageDb *db) {
+        for (size_t i = 0; i < db->n_images; i++)
+                image_record_free(db->images[i]);
+        db->images = mfree(db->images);
+        db->n_images = 0;
+}
+
+/* JSON */
+
+static int add(json_object *o, const char *key, json_object *v) {
+        if (!v || json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int add_digest(json_object *o, const char *key, const Digest *d) {
+        char buf[DIGEST_STRING_MAX];
+
+        return add(o, key, json_object_new_string(digest_to_string(d, buf)));
+}
+
+static int add_u64(json_object *o, const char *key, uint64_t v) {
+        /* json-c's int64 holds every value tonari records (sizes, counts, microseconds). */
+        return add(o, key, json_object_new_int64((int64_t) v));
+}
+
+static int add_string(json_object *o, const char *key, const char *s) {
+        return s ? add(o, key, json_object_new_string(s)) : 0;
+}
+
+static int record_to_json(const ImageRecord *r, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object(), *p = json_object_new_object();
+        json_object *layers;
+        int k;
+
+        if (!o || !p)
+                return -ENOMEM;
+        if ((k = add_string(o, "name", r->name)) < 0 || (k = add_string(o, "source", r->source)) < 0 ||
+            (k = add_digest(o, "manifestDigest", &r->manifest_digest)) < 0 ||
+            (k = add_digest(o, "configDigest", &r->config_digest)) < 0 ||
+            (r->has_index_digest && (k = add_digest(o, "indexDigest", &r->index_digest)) < 0) ||
+            (k = add_u64(o, "pulledUSec", r->pulled_usec)) < 0 || (k = add_string(p, "os", r->platform.os)) < 0 ||
+            (k = add_string(p, "architecture", r->platform.architecture)) < 0 ||
+            (k = add_string(p, "variant", r->platform.variant)) < 0)
+                return k;
+        k = add(o, "platform", json_object_get(p));
+        if (k < 0)
+                return k;
+
+        layers = json_object_new_array();
+        k = add(o, "layers", layers);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < r->n_layers; i++) {
+                const LayerRecord *l = &r->layers[i];
+                json_object *lo = json_object_new_object();
+
+                if (!lo || json_object_array_add(layers, lo) < 0) {
+                        json_object_put(lo);
+                        return -ENOMEM;
+                }
+                if ((k = add_digest(lo, "digest", &l->digest)) < 0 || (k = add_digest(lo, "diffID", &l->diff_id)) < 0 ||
+                    (k = add_string(lo, "mediaType", l->media_type)) < 0 ||
+                    (k = add_u64(lo, "size", l->size_bytes)) < 0 ||
+                    (k = add_u64(lo, "unpackedBytes", l->unpacked_bytes)) < 0 ||
+                    (k = add_u64(lo, "tocBytes", l->toc_bytes)) < 0 ||
+                    (k = add_u64(lo, "tocEntries", l->toc_entries)) < 0)
+                        return k;
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static int get_string(json_object *o, const char *key, bool required, char **ret) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v)) {
+                *ret = NULL;
+                return required ? -EBADMSG : 0;
+        }
+        if (!json_object_is_type(v, json_type_string))
+                return -EBADMSG;
+        *ret = strdup(json_object_get_string(v));
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int get_digest(json_object *o, const char *key, Digest *ret) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return -EBADMSG;
+        return digest_from_string(json_object_get_string(v), ret) < 0 ? -EBADMSG : 0;
+}
+
+static int get_u64(json_object *o, const char *key, uint64_t *ret) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
+            json_object_get_int64(v) < 0)
+                return -EBADMSG;
+        *ret = (uint64_t) json_object_get_int64(v);
+        return 0;
+}
+
+static int record_from_json(json_object *o, ImageRecord **ret) {
+        _cleanup_image_record_ ImageRecord *r = NULL;
+        json_object *p, *layers;
+        int k;
+
+        if (!json_object_is_type(o, json_type_object))
+                return -EBADMSG;
+        r = new0(ImageRecord, 1);
+        if (!r)
+                return -ENOMEM;
+        if ((k = get_string(o, "name", true, &r->name)) < 0 || (k = get_string(o, "source", false, &r->source)) < 0 ||
+            (k = get_digest(o, "manifestDigest", &r->manifest_digest)) < 0 ||
+            (k = get_digest(o, "configDigest", &r->config_digest)) < 0 ||
+            (k = get_u64(o, "pulledUSec", &r->pulled_usec)) < 0)
+                return k;
+        if (!image_name_is_valid(r->name))
+                return -EBADMSG;
+        if (json_object_object_get_ex(o, "indexDigest", NULL)) {
+                k = get_digest(o, "indexDigest", &r->index_digest);
+                if (k < 0)
+                        return k;
+                r->has_index_digest = true;
+        }
+        if (json_object_object_get_ex(o, "platform", &p)) {
+                if ((k = get_string(p, "os", false, &r->platform.os)) < 0 ||
+                    (k = get_string(p, "architecture", false, &r->platform.architecture)) < 0 ||
+                    (k = get_string(p, "variant", false, &r->platform.variant)) < 0)
+                        return k;
+        }
+        if (!json_object_object_get_ex(o, "layers", &layers) || !json_object_is_type(layers, json_type_array) ||
+            json_object_array_length(layers) > OCI_LAYERS_MAX)
+                return -EBADMSG;
+        r->layers = new0(LayerRecord, json_object_array_length(layers));
+        if (!r->layers)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(layers); i++) {
+                json_object *lo = json_object_array_get_idx(layers, i);
+                LayerRecord *l = &r->layers[i];
+
+                if (!json_object_is_type(lo, json_type_object))
+                        return -EBADMSG;
+                r->n_layers++;
+                if ((k = get_digest(lo, "digest", &l->digest)) < 0 || (k = get_digest(lo, "diffID", &l->diff_id)) < 0 ||
+                    (k = get_string(lo, "mediaType", false, &l->media_type)) < 0 ||
+                    (k = get_u64(lo, "size", &l->size_bytes)) < 0 ||
+                    (k = get_u64(lo, "unpackedBytes", &l->unpacked_bytes)) < 0 ||
+                    (k = get_u64(lo, "tocBytes", &l->toc_bytes)) < 0 ||
+                    (k = get_u64(lo, "tocEntries", &l->toc_entries)) < 0)
+                        return k;
+        }
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+static int compare_records(const void *a, const void *b) {
+        return strcmp((*(ImageRecord *const *) a)->name, (*(ImageRecord *const *) b)->name);
+}
+
+int image_db_load(ImageDb *db, int dir_fd, char **ret_error) {
+        _cleanup_json_ json_object *root = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *data = NULL;
+        json_object *v, *images;
+        ImageDb new_db = {};
+        off_t size;
+        size_t n = 0;
+        int k;
+
+        fd = openat(dir_fd, IMAGE_DB_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno != ENOENT)
+                        return set_error_message(ret_error, -errno, IMAGE_DB_FILE ": %m");
+                *db = new_db;
+                return 0;
+        }
+        size = lseek(fd, 0, SEEK_END);
+        if (size < 0 || lseek(fd, 0, SEEK_SET) < 0)
+                return -errno;
+        if ((uint64_t) size > IMAGE_DB_MAX_BYTES)
+                return set_error_message(ret_error, -E2BIG, IMAGE_DB_FILE " has %jd bytes", (intmax_t) size);
+        data = malloc((size_t) size + 1);
+        if (!data)
+                return -ENOMEM;
+        while (n < (size_t) size) {
+                ssize_t r = read(fd, data + n, (size_t) size - n);
+
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        return r < 0 ? -errno : -EBADMSG;
+                n += (size_t) r;
+        }
+        data[n] = 0;
+
+        root = json_tokener_parse(data);
+        if (!root || !json_object_is_type(root, json_type_object))
+                return set_error_message(ret_error, -EBADMSG, IMAGE_DB_FILE " is not a JSON object");
+        if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int))
+                return set_error_message(ret_error, -EBADMSG, IMAGE_DB_FILE " has no version");
+        if (json_object_get_int(v) != IMAGE_DB_VERSION)
+                return set_error_message(ret_error, -EPROTONOSUPPORT, IMAGE_DB_FILE " has version %d, this relay reads %d",
+                                         json_object_get_int(v), IMAGE_DB_VERSION);
+        if (!json_object_object_get_ex(root, "images", &images) || !json_object_is_type(images, json_type_array))
+                return set_error_message(ret_error, -EBADMSG, IMAGE_DB_FILE " has no image list");
+
+        new_db.images = new0(ImageRecord *, json_object_array_length(images));
+        if (!new_db.images)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(images); i++) {
+                k = record_from_json(json_object_array_get_idx(images, i), &new_db.images[i]);
+                if (k < 0) {
+                        image_db_done(&new_db);
+                        return set_error_message(ret_error, k, IMAGE_DB_FILE ": image %zu is damaged", i);
+                }
+                new_db.n_images++;
+        }
+        qsort(new_db.images, new_db.n_images, sizeof(ImageRecord *), compare_records);
+        for (size_t i = 1; i < new_db.n_images; i++)
+                if (streq(new_db.images[i - 1]->name, new_db.images[i]->name)) {
+                        image_db_done(&new_db);
+                        return set_error_message(ret_error, -EBADMSG, IMAGE_DB_FILE ": \"%s\" appears twice",
+                                                 new_db.images[i]->name);
+                }
+        *db = new_db;
+        return 0;
+}
+
+int image_db_save(const ImageDb *db, int dir_fd) {
+        _cleanup_json_ json_object *root = json_object_new_object();
+        _cleanup_close_ int fd = -EBADF;
+        json_object *images = json_object_new_array();
+        const char *text;
+        size_t n, done = 0;
+        int k;
+
+        if (!root || !images) {
+                json_object_put(images);
+                return -ENOMEM;
+        }
+        if ((k = add(root, "version", json_object_new_int(IMAGE_DB_VERSION))) < 0 ||
+            (k = add(root, "images", images)) < 0)
+                return k;
+        for (size_t i = 0; i < db->n_images; i++) {
+                json_object *o;
+
+                k = record_to_json(db->images[i], &o);
+                if (k < 0)
+                        return k;
+                if (json_object_array_add(images, o) < 0) {
+                        json_object_put(o);
+                        return -ENOMEM;
+                }
+        }
+
+        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+        n = strlen(text);
+        fd = openat(dir_fd, IMAGE_DB_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        while (done < n) {
+                ssize_t r = write(fd, text + done, n - done);
+
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -errno;
+                done += (size_t) r;
+        }
+        if (write(fd, "\n", 1) != 1 || fsync(fd) < 0)
+                return -errno;
+        if (renameat(dir_fd, IMAGE_DB_TMP, dir_fd, IMAGE_DB_FILE) < 0)
+                return -errno;
+        /* The rename itself must survive a crash too. */
+        return fsync(dir_fd) < 0 ? -errno : 0;
+}
+
+static ssize_t find_index(const ImageDb *db, const char *name_or_digest) {
+        Digest d;
+        bool by_digest = digest_from_string(name_or_digest, &d) >= 0;
+
+        for (size_t i = 0; i < db->n_images; i++)
+                if (by_digest ? digest_equal(&db->images[i]->manifest_digest, &d) :
+                                streq(db->images[i]->name, name_or_digest))
+                        return (ssize_t) i;
+        return -1;
+}
+
+const ImageRecord *image_db_find(const ImageDb *db, const char *name_or_digest) {
+        ssize_t i = find_index(db, name_or_digest);
+
+        return i < 0 ? NULL : db->images[i];
+}
+
+int image_db_put(ImageDb *db, ImageRecord *r, ImageRecord **ret_old) {
+        ImageRecord **a;
+        size_t at = 0;
+
+        for (size_t i = 0; i < db->n_images; i++) {
+                int c = strcmp(db->images[i]->name, r->name);
+
+                if (c == 0) {
+                        if (ret_old)
+                                *ret_old = db->images[i];
+                        else
+                                image_record_free(db->images[i]);
+                        db->images[i] = r;
+                        return 0;
+                }
+                if (c < 0)
+                        at = i + 1;
+        }
+        a = reallocarray(db->images, db->n_images + 1, sizeof(ImageRecord *));
+        if (!a)
+                return -ENOMEM;
+        db->images = a;
+        memmove(a + at + 1, a + at, (db->n_images - at) * sizeof(ImageRecord *));
+        a[at] = r;
+        db->n_images++;
+        if (ret_old)
+                *ret_old = NULL;
+        return 0;
+}
+
+int image_db_remove(ImageDb *db, const char *name_or_digest, ImageRecord **ret) {
+        ssize_t i = find_index(db, name_or_digest);
+
+        if (i < 0)
+                return -ENOENT;
+        if (ret)
+                *ret = db->images[i];
+        else
+                image_record_free(db->images[i]);
+        memmove(db->images + i, db->images + i + 1, (db->n_images - (size_t) i - 1) * sizeof(ImageRecord *));
+        db->n_images--;
+        return 0;
+}

@@ -1,0 +1,730 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc-util.h"
+#include "fd-util.h"
+#include "image-source.h"
+#include "imagestore.h"
+#include "layer-unpack.h"
+#include "rm-rf.h"
+#include "store.h"
+#include "string-util.h"
+#include "time-util.h"
+#include "toc.h"
+
+/* Progress of a blob's transfer is reported at most this often, so that a fast local copy does not
+ * flood the relay's clients with messages. */
+#define PROGRESS_INTERVAL_USEC (100 * USEC_PER_MSEC)
+
+typedef struct InFlight {
+        Digest diff_id;
+        struct InFlight *next;
+} InFlight;
+
+struct ImageStore {
+        Store *store;
+        ImageDb db;
+
+        /* Pulls shared, GC exclusive. */
+        pthread_rwlock_t gc_lock;
+        /* Guards db, in_flight, and images.json. */
+        pthread_mutex_t lock;
+        pthread_cond_t layer_done;
+        InFlight *in_flight;
+};
+
+int image_store_open(const char *path, ImageStore **ret, char **ret_error) {
+        _cleanup_(image_store_freep) ImageStore *is = NULL;
+        int r;
+
+        is = new0(ImageStore, 1);
+        if (!is)
+                return -ENOMEM;
+        pthread_rwlock_init(&is->gc_lock, NULL);
+        pthread_mutex_init(&is->lock, NULL);
+        pthread_cond_init(&is->layer_done, NULL);
+
+        r = store_open(path, &is->store);
+        if (r == -EBUSY)
+                return set_error_message(ret_error, r, "%s is in use by another process", path);
+        if (r < 0)
+                return set_error_message(ret_error, r, "%s: %s", path, strerror(-r));
+        r = image_db_load(&is->db, store_root_fd(is->store), ret_error);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(is);
+        return 0;
+}
+
+ImageStore *image_store_free(ImageStore *is) {
+        if (!is)
+                return NULL;
+        image_db_done(&is->db);
+        store_free(is->store);
+        pthread_cond_destroy(&is->layer_done);
+        pthread_mutex_destroy(&is->lock);
+        pthread_rwlock_destroy(&is->gc_lock);
+        return mfree(is);
+}
+
+/* Layers in flight */
+
+static bool in_flight(ImageStore *is, const Digest *diff_id) {
+        for (InFlight *f = is->in_flight; f; f = f->next)
+                if (digest_equal(&f->diff_id, diff_id))
+                        return true;
+        return false;
+}
+
+/*
+ * Returns 1 when the layer is present (now, or after another pull finished it), 0 when the caller
+ * now owns it and must unpack it and call layer_release().
+ */
+static int layer_claim(ImageStore *is, const Digest *diff_id) {
+        InFlight *f;
+        int r;
+
+        pthread_mutex_lock(&is->lock);
+        for (;;) {
+                if (!in_flight(is, diff_id)) {
+                        r = store_has(is->store, STORE_LAYER, diff_id);
+                        if (r != 0)
+                                break;
+                        f = new0(InFlight, 1);
+                        if (!f) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        f->diff_id = *diff_id;
+                        f->next = is->in_flight;
+                        is->in_flight = f;
+                        r = 0;
+                        break;
+                }
+                pthread_cond_wait(&is->layer_done, &is->lock);
+        }
+        pthread_mutex_unlock(&is->lock);
+        return r;
+}
+
+static void layer_release(ImageStore *is, const Digest *diff_id) {
+        pthread_mutex_lock(&is->lock);
+        for (InFlight **f = &is->in_flight; *f; f = &(*f)->next)
+                if (digest_equal(&(*f)->diff_id, diff_id)) {
+                        InFlight *gone = *f;
+
+                        *f = gone->next;
+                        free(gone);
+                        break;
+                }
+        pthread_cond_broadcast(&is->layer_done);
+        pthread_mutex_unlock(&is->lock);
+}
+
+/* Pulling */
+
+typedef struct Pull {
+        ImageStore *is;
+        ImageSource *source;
+        pull_progress_t progress;
+        void *userdata;
+        PullProgress p;
+        usec_t last_report;
+} Pull;
+
+static int report(Pull *pull) {
+        return pull->progress ? pull->progress(&pull->p, pull->userdata) : 0;
+}
+
+typedef struct BlobSink {
+        Pull *pull;
+        StoreWriter *writer;
+} BlobSink;
+
+static int blob_sink(const void *data, size_t size, void *userdata) {
+        BlobSink *b = userdata;
+        Pull *pull = b->pull;
+        usec_t t;
+        int r;
+
+        r = store_writer_write(b->writer, data, size);
+        if (r < 0)
+                return r;
+        if (!pull->p.layer)
+                return 0;
+        pull->p.layer_done_bytes += size;
+        t = now(CLOCK_MONOTONIC);
+        if (t - pull->last_report < PROGRESS_INTERVAL_USEC && pull->p.layer_done_bytes < pull->p.layer_total_bytes)
+                return 0;
+        pull->last_report = t;
+        return report(pull);
+}
+
+/* Fetches a blob into the store (verified); 0 if it was there already. */
+static int fetch_blob(Pull *pull, const OciDescriptor *d, char **ret_error) {
+        _cleanup_store_writer_ StoreWriter *w = NULL;
+        char buf[DIGEST_STRING_MAX];
+        BlobSink sink = { .pull = pull };
+        int r;
+
+        r = store_has(pull->is->store, STORE_BLOB, &d->digest);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = store_writer_new(pull->is->store, STORE_BLOB, &d->digest, d->size, &w);
+        if (r < 0)
+                return set_error_message(ret_error, r, "store: %s", strerror(-r));
+        sink.writer = w;
+        r = image_source_get_blob(pull->source, d, blob_sink, &sink, ret_error);
+        if (r < 0)
+                return r;
+        r = store_writer_commit(w, NULL, NULL);
+        if (r == -EBADMSG)
+                return set_error_message(ret_error, r, "blob %s: the content received does not match its digest",
+                                         digest_to_string(&d->digest, buf));
+        if (r < 0)
+                return set_error_message(ret_error, r, "store: %s", strerror(-r));
+        return 1;
+}
+
+/* Stores a document that was read and verified already. */
+static int store_document(Pull *pull, const char *data, size_t size, const Digest *d) {
+        _cleanup_store_writer_ StoreWriter *w = NULL;
+        int r;
+
+        r = store_writer_new(pull->is->store, STORE_BLOB, d, size, &w);
+        if (r < 0)
+                return r;
+        r = store_writer_write(w, data, size);
+        if (r < 0)
+                return r;
+        r = store_writer_commit(w, NULL, NULL);
+        return r < 0 ? r : 0;
+}
+
+static int read_blob(Store *s, const Digest *d, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = store_open_item(s, STORE_BLOB, d);
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t n = 0;
+
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if ((uint64_t) st.st_size > max)
+                return -E2BIG;
+        buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        while (n < (size_t) st.st_size) {
+                ssize_t k = read(fd, buf + n, (size_t) st.st_size - n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : -EBADMSG;
+                n += (size_t) k;
+        }
+        buf[n] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_size = n;
+        return 0;
+}
+
+/* Fetches, unpacks and publishes one layer, unless it is there or another pull does it. */
+static int pull_layer(Pull *pull, const OciDescriptor *d, const Digest *diff_id, LayerRecord *rec,
+                      char **ret_error) {
+        _cleanup_store_writer_ StoreWriter *toc = NULL;
+        _cleanup_close_ int blob_fd = -EBADF, toc_fd = -EBADF;
+        char want[DIGEST_STRING_MAX], got[DIGEST_STRING_MAX];
+        LayerStats stats = {};
+        struct stat st;
+        int r;
+
+        rec->digest = d->digest;
+        rec->diff_id = *diff_id;
+        rec->size_bytes = d->size;
+        rec->media_type = strdup(d->media_type);
+        if (!rec->media_type)
+                return -ENOMEM;
+
+        pull->p.layer = &d->digest;
+        pull->p.layer_done_bytes = 0;
+        pull->p.layer_total_bytes = d->size;
+
+        r = layer_claim(pull->is, diff_id);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                goto present;
+
+        pull->p.phase = PULL_FETCHING;
+        r = report(pull);
+        if (r >= 0)
+                r = fetch_blob(pull, d, ret_error);
+        if (r < 0)
+                goto finish;
+
+        pull->p.phase = PULL_UNPACKING;
+        r = report(pull);
+        if (r < 0)
+                goto finish;
+        blob_fd = store_open_item(pull->is->store, STORE_BLOB, &d->digest);
+        if (blob_fd < 0) {
+                r = blob_fd;
+                goto finish;
+        }
+        r = store_writer_new(pull->is->store, STORE_LAYER, diff_id, UINT64_MAX, &toc);
+        if (r < 0)
+                goto finish;
+        r = layer_unpack(pull->is->store, blob_fd, d->compression, store_writer_fd(toc), &stats, ret_error);
+        if (r < 0)
+                goto finish;
+        if (!digest_equal(&stats.diff_id, diff_id)) {
+                r = set_error_message(ret_error, -EBADMSG, "layer %s: its content has digest %s, the config says %s",
+                                      digest_to_string(&d->digest, want), digest_to_string(&stats.diff_id, got),
+                                      digest_to_string(diff_id, want));
+                goto finish;
+        }
+        /* The objects the ToC names must be on disk before the ToC is. */
+        r = store_sync(pull->is->store);
+        if (r >= 0)
+                r = store_writer_commit(toc, NULL, NULL);
+        if (r < 0)
+                goto finish;
+        /* The unpacked layer replaces its blob. */
+        (void) store_remove_item(pull->is->store, STORE_BLOB, &d->digest);
+        r = 0;
+finish:
+        layer_release(pull->is, diff_id);
+        if (r < 0)
+                return r;
+        rec->unpacked_bytes = stats.unpacked_bytes;
+        rec->toc_bytes = stats.toc_bytes;
+        rec->toc_entries = stats.entries;
+        pull->p.layers_done++;
+        return 0;
+
+present:
+        /* Its numbers come from the ToC's size and from the image that pulled it first. */
+        toc_fd = store_open_item(pull->is->store, STORE_LAYER, diff_id);
+        if (toc_fd >= 0 && fstat(toc_fd, &st) >= 0)
+                rec->toc_bytes = (uint64_t) st.st_size;
+        pthread_mutex_lock(&pull->is->lock);
+        for (size_t i = 0; i < pull->is->db.n_images; i++)
+                for (size_t k = 0; k < pull->is->db.images[i]->n_layers; k++) {
+                        const LayerRecord *o = &pull->is->db.images[i]->layers[k];
+
+                        if (digest_equal(&o->diff_id, diff_id)) {
+                                rec->unpacked_bytes = o->unpacked_bytes;
+                                rec->toc_entries = o->toc_entries;
+                        }
+                }
+        pthread_mutex_unlock(&pull->is->lock);
+        pull->p.phase = PULL_LAYER_PRESENT;
+        pull->p.layers_done++;
+        return report(pull);
+}
+
+static int pull_image(Pull *pull, const ImageReference *ref, const PullOptions *o, ImageRecord *rec,
+                      char **ret_error) {
+        _cleanup_oci_manifest_ OciManifest *top = NULL, *m = NULL;
+        _cleanup_oci_image_config_ OciImageConfig *config = NULL;
+        _cleanup_free_ char *data = NULL, *ct = NULL, *cdata = NULL;
+        _cleanup_(oci_platform_done) OciPlatform host = {};
+        const OciPlatform *want = o->platform;
+        size_t size;
+        Digest d;
+        int r;
+
+        pull->p.phase = PULL_RESOLVING;
+        r = report(pull);
+        if (r < 0)
+                return r;
+
+        r = image_source_get_document(pull->source, NULL, &data, &size, &ct, &d, ret_error);
+        if (r < 0)
+                return r;
+        r = oci_manifest_parse(data, size, ct, &top, ret_error);
+        if (r < 0)
+                return r;
+        if (!want) {
+                r = oci_platform_host(&host);
+                if (r < 0)
+                        return r;
+                want = &host;
+        }
+
+        if (top->kind == OCI_DOCUMENT_INDEX) {
+                const OciDescriptor *entry;
+
+                r = store_document(pull, data, size, &d);
+                if (r < 0)
+                        return r;
+                rec->has_index_digest = true;
+                rec->index_digest = d;
+                r = oci_index_select(top, want, &entry, ret_error);
+                if (r < 0)
+                        return r;
+                data = mfree(data);
+                ct = mfree(ct);
+                r = image_source_get_document(pull->source, &entry->digest, &data, &size, &ct, &d, ret_error);
+                if (r < 0)
+                        return r;
+                r = oci_manifest_parse(data, size, ct, &m, ret_error);
+                if (r < 0)
+                        return r;
+                if (m->kind != OCI_DOCUMENT_MANIFEST)
+                        return set_error_message(ret_error, -EOPNOTSUPP, "nested image indexes are not supported");
+        } else
+                m = TAKE_PTR(top);
+
+        r = store_document(pull, data, size, &d);
+        if (r < 0)
+                return r;
+        rec->manifest_digest = d;
+        rec->config_digest = m->config.digest;
+
+        r = fetch_blob(pull, &m->config, ret_error);
+        if (r < 0)
+                return r;
+        r = read_blob(pull->is->store, &m->config.digest, OCI_CONFIG_MAX_BYTES, &cdata, &size);
+        if (r < 0)
+                return set_error_message(ret_error, r, "config: %s", strerror(-r));
+        r = oci_image_config_parse(cdata, size, &config, ret_error);
+        if (r < 0)
+                return r;
+        if (config->n_diff_ids != m->n_layers)
+                return set_error_message(ret_error, -EBADMSG, "the manifest has %zu layers, the config %zu diff_ids",
+                                         m->n_layers, config->n_diff_ids);
+        if (o->platform && !oci_platform_matches(&config->platform, o->platform))
+                return set_error_message(ret_error, -ENOENT, "the image is for %s/%s, not %s/%s",
+                                         strna(config->platform.os), strna(config->platform.architecture),
+                                         strna(o->platform->os), strna(o->platform->architecture));
+        rec->platform = config->platform;
+        config->platform = (OciPlatform) {};
+
+        rec->layers = new0(LayerRecord, m->n_layers);
+        if (!rec->layers)
+                return -ENOMEM;
+        pull->p.layers_total = (unsigned) m->n_layers;
+        for (size_t i = 0; i < m->n_layers; i++) {
+                rec->n_layers++;
+                r = pull_layer(pull, &m->layers[i], &config->diff_ids[i], &rec->layers[i], ret_error);
+                if (r < 0)
+                        return r;
+        }
+        pull->p.layer = NULL;
+        return 0;
+}
+
+int image_store_pull(ImageStore *is, const PullOptions *o, pull_progress_t progress, void *userdata,
+                     ImageRecord **ret, char **ret_error) {
+        _cleanup_image_reference_ ImageReference *ref = NULL;
+        _cleanup_image_record_ ImageRecord *rec = NULL, *copy = NULL;
+        _cleanup_free_ char *work = NULL;
+        ImageSourceOptions so = { .plain_http = o->plain_http, .ca_file = o->ca_file };
+        Pull pull = { .is = is, .progress = progress, .userdata = userdata };
+        int r;
+
+        r = image_reference_parse(o->source, &ref);
+        if (r < 0)
+                return set_error_message(ret_error, r, "invalid image source \"%s\"", strna(o->source));
+        rec = new0(ImageRecord, 1);
+        if (!rec)
+                return -ENOMEM;
+        if (o->name) {
+                if (!image_name_is_valid(o->name))
+                        return set_error_message(ret_error, -EINVAL, "invalid image name \"%s\"", o->name);
+                rec->name = strdup(o->name);
+                if (!rec->name)
+                        return -ENOMEM;
+        } else {
+                r = image_reference_default_name(ref, &rec->name);
+                if (r < 0)
+                        return r;
+        }
+        rec->source = strdup(o->source);
+        if (!rec->source)
+                return -ENOMEM;
+
+        pthread_rwlock_rdlock(&is->gc_lock);
+        if (ref->transport == IMAGE_TRANSPORT_OCI_ARCHIVE || ref->transport == IMAGE_TRANSPORT_DOCKER_ARCHIVE) {
+                /* Archives are extracted below tmp/, which the next store_open() empties. */
+                work = strjoin(store_root(is->store), "/tmp/pull.XXXXXX");
+                if (!work) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                if (!mkdtemp(work)) {
+                        r = set_error_message(ret_error, -errno, "%s: %m", work);
+                        goto finish;
+                }
+                so.work_dir = work;
+        }
+        r = image_source_open(ref, &so, &pull.source, ret_error);
+        if (r >= 0)
+                r = pull_image(&pull, ref, o, rec, ret_error);
+        pull.source = image_source_free(pull.source);
+        if (work)
+                (void) rmdir(work);
+        if (r < 0)
+                goto finish;
+
+        rec->pulled_usec = now(CLOCK_REALTIME);
+        r = image_record_copy(rec, &copy);
+        if (r < 0)
+                goto finish;
+        pthread_mutex_lock(&is->lock);
+        r = image_db_put(&is->db, rec, NULL);
+        if (r >= 0) {
+                rec = NULL; /* the database's now */
+                r = image_db_save(&is->db, store_root_fd(is->store));
+                if (r < 0)
+                        (void) set_error_message(ret_error, r, "images.json: %s", strerror(-r));
+        }
+        pthread_mutex_unlock(&is->lock);
+        if (r < 0)
+                goto finish;
+
+        pull.p = (PullProgress) { .phase = PULL_DONE, .image = copy, .layers_done = (unsigned) copy->n_layers,
+                                  .layers_total = (unsigned) copy->n_layers };
+        (void) report(&pull);
+        *ret = TAKE_PTR(copy);
+finish:
+        pthread_rwlock_unlock(&is->gc_lock);
+        return r;
+}
+
+/* Records */
+
+void image_record_list_free(ImageRecord **list, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                image_record_free(list[i]);
+        free(list);
+}
+
+int image_store_list(ImageStore *is, ImageRecord ***ret, size_t *ret_n) {
+        ImageRecord **list;
+        size_t n = 0;
+        int r = 0;
+
+        pthread_mutex_lock(&is->lock);
+        list = new0(ImageRecord *, is->db.n_images);
+        if (!list)
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < is->db.n_images; i++) {
+                r = image_record_copy(is->db.images[i], &list[i]);
+                if (r >= 0)
+                        n++;
+        }
+        pthread_mutex_unlock(&is->lock);
+        if (r < 0) {
+                image_record_list_free(list, n);
+                return r;
+        }
+        *ret = list;
+        *ret_n = n;
+        return 0;
+}
+
+int image_store_get(ImageStore *is, const char *name, ImageRecord **ret) {
+        const ImageRecord *r;
+        int k;
+
+        pthread_mutex_lock(&is->lock);
+        r = image_db_find(&is->db, name);
+        k = r ? image_record_copy(r, ret) : -ENOENT;
+        pthread_mutex_unlock(&is->lock);
+        return k;
+}
+
+static bool layer_referenced(const ImageDb *db, const Digest *diff_id) {
+        for (size_t i = 0; i < db->n_images; i++)
+                for (size_t k = 0; k < db->images[i]->n_layers; k++)
+                        if (digest_equal(&db->images[i]->layers[k].diff_id, diff_id))
+                                return true;
+        return false;
+}
+
+int image_store_remove(ImageStore *is, const char *name, Digest **ret_unreferenced, size_t *ret_n) {
+        _cleanup_image_record_ ImageRecord *gone = NULL;
+        _cleanup_free_ Digest *list = NULL;
+        size_t n = 0;
+        int r;
+
+        pthread_mutex_lock(&is->lock);
+        r = image_db_remove(&is->db, name, &gone);
+        if (r >= 0) {
+                r = image_db_save(&is->db, store_root_fd(is->store));
+                if (r < 0) {
+                        /* Not saved: keep it known, as it still is on disk. */
+                        (void) image_db_put(&is->db, TAKE_PTR(gone), NULL);
+                }
+        }
+        if (r >= 0 && ret_unreferenced) {
+                list = new0(Digest, gone->n_layers);
+                if (!list)
+                        r = -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < gone->n_layers; i++) {
+                        bool dup = false;
+
+                        for (size_t k = 0; k < n; k++)
+                                dup = dup || digest_equal(&list[k], &gone->layers[i].diff_id);
+                        if (!dup && !layer_referenced(&is->db, &gone->layers[i].diff_id))
+                                list[n++] = gone->layers[i].diff_id;
+                }
+        }
+        pthread_mutex_unlock(&is->lock);
+        if (r < 0)
+                return r;
+        if (ret_unreferenced) {
+                *ret_unreferenced = TAKE_PTR(list);
+                *ret_n = n;
+        }
+        return 0;
+}
+
+int image_store_open_toc(ImageStore *is, const Digest *diff_id) {
+        return store_open_item(is->store, STORE_LAYER, diff_id);
+}
+
+int image_store_open_object(ImageStore *is, const Digest *d) {
+        return store_open_item(is->store, STORE_OBJECT, d);
+}
+
+/* Garbage collection */
+
+typedef struct DigestSet {
+        Digest *items;
+        size_t n, allocated;
+} DigestSet;
+
+static void digest_set_done(DigestSet *s) {
+        s->items = mfree(s->items);
+        s->n = s->allocated = 0;
+}
+
+static int digest_set_add(DigestSet *s, const Digest *d) {
+        if (s->n == s->allocated) {
+                Digest *b = reallocarray(s->items, s->allocated * 2 + 64, sizeof(Digest));
+
+                if (!b)
+                        return -ENOMEM;
+                s->items = b;
+                s->allocated = s->allocated * 2 + 64;
+        }
+        s->items[s->n++] = *d;
+        return 0;
+}
+
+static int compare_digests(const void *a, const void *b) {
+        return digest_compare(a, b);
+}
+
+static void digest_set_seal(DigestSet *s) {
+        qsort(s->items, s->n, sizeof(Digest), compare_digests);
+}
+
+static bool digest_set_contains(const DigestSet *s, const Digest *d) {
+        return s->n > 0 && bsearch(d, s->items, s->n, sizeof(Digest), compare_digests);
+}
+
+static int add_object(const Digest *d, void *userdata) {
+        return digest_set_add(userdata, d);
+}
+
+static int sweep(ImageStore *is, StoreKind kind, const DigestSet *live, bool dry_run, uint64_t *removed,
+                 uint64_t *freed) {
+        _cleanup_free_ Digest *all = NULL;
+        size_t n;
+        int r;
+
+        r = store_list(is->store, kind, &all, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *path = NULL;
+                struct stat st;
+
+                if (digest_set_contains(live, &all[i]))
+                        continue;
+                r = store_item_path(kind, &all[i], &path);
+                if (r < 0)
+                        return r;
+                if (fstatat(store_root_fd(is->store), path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (!dry_run) {
+                        r = store_remove_item(is->store, kind, &all[i]);
+                        if (r < 0)
+                                return r;
+                }
+                (*removed)++;
+                /* Blocks, not the apparent size: what the file system gets back. */
+                *freed += (uint64_t) st.st_blocks * 512;
+        }
+        return 0;
+}
+
+int image_store_gc(ImageStore *is, bool dry_run, GcStats *ret, char **ret_error) {
+        _cleanup_(digest_set_done) DigestSet blobs = {}, layers = {}, objects = {};
+        GcStats stats = {};
+        int r = 0;
+
+        pthread_rwlock_wrlock(&is->gc_lock);
+        pthread_mutex_lock(&is->lock);
+        for (size_t i = 0; r >= 0 && i < is->db.n_images; i++) {
+                const ImageRecord *img = is->db.images[i];
+
+                r = digest_set_add(&blobs, &img->manifest_digest);
+                if (r >= 0)
+                        r = digest_set_add(&blobs, &img->config_digest);
+                if (r >= 0 && img->has_index_digest)
+                        r = digest_set_add(&blobs, &img->index_digest);
+                for (size_t k = 0; r >= 0 && k < img->n_layers; k++)
+                        r = digest_set_add(&layers, &img->layers[k].diff_id);
+        }
+        pthread_mutex_unlock(&is->lock);
+        if (r < 0)
+                goto finish;
+        digest_set_seal(&blobs);
+        digest_set_seal(&layers);
+
+        /* Content is live when a live layer's ToC names it. A ToC that cannot be read stops the
+         * collection: deleting what it names would damage an image. */
+        for (size_t i = 0; i < layers.n; i++) {
+                _cleanup_close_ int fd = store_open_item(is->store, STORE_LAYER, &layers.items[i]);
+                char buf[DIGEST_STRING_MAX];
+
+                if (fd == -ENOENT)
+                        continue;
+                r = fd < 0 ? fd : toc_for_each_content(fd, add_object, &objects);
+                if (r < 0) {
+                        r = set_error_message(ret_error, r, "layer %s: cannot read its table of contents: %s",
+                                              digest_to_string(&layers.items[i], buf), strerror(-r));
+                        goto finish;
+                }
+        }
+        digest_set_seal(&objects);
+
+        r = sweep(is, STORE_BLOB, &blobs, dry_run, &stats.blobs_removed, &stats.freed_bytes);
+        if (r >= 0)
+                r = sweep(is, STORE_LAYER, &layers, dry_run, &stats.layers_removed, &stats.freed_bytes);
+        if (r >= 0)
+                r = sweep(is, STORE_OBJECT, &objects, dry_run, &stats.objects_removed, &stats.freed_bytes);
+        if (r < 0) {
+                (void) set_error_message(ret_error, r, "store: %s", strerror(-r));
+                goto finish;
+        }
+        *ret = stats;
+finish:
+        pthread_rwlock_unlock(&is->gc_lock);
+        return r;
+}

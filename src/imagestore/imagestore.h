@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The relay's image store: pulls, image records, layers, garbage collection. Thread-safe: the
+ * relay's rpc threads call it concurrently.
+ *
+ * Concurrency: a layer (by diff_id) is fetched and unpacked by one pull at a time; a second pull
+ * that needs it waits and then finds it present. Pulls hold the store shared, GC exclusively, so
+ * GC never deletes what a pull in flight has written but not yet recorded.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "digest.h"
+#include "image-db.h"
+#include "oci-util.h"
+
+typedef struct ImageStore ImageStore;
+
+/* Opens the store at path (creating it); -EBUSY when another process has it open. */
+int image_store_open(const char *path, ImageStore **ret, char **ret_error);
+ImageStore *image_store_free(ImageStore *is);
+static inline void image_store_freep(ImageStore **is) {
+        image_store_free(*is);
+}
+#define _cleanup_image_store_ _cleanup_(image_store_freep)
+
+typedef enum PullPhase {
+        PULL_RESOLVING = 1,
+        PULL_FETCHING,
+        PULL_UNPACKING,
+        PULL_LAYER_PRESENT,
+        PULL_DONE,
+} PullPhase;
+
+typedef struct PullProgress {
+        PullPhase phase;
+        const Digest *layer; /* blob digest: FETCHING, UNPACKING, LAYER_PRESENT */
+        uint64_t layer_done_bytes, layer_total_bytes;
+        unsigned layers_done, layers_total;
+        const ImageRecord *image; /* DONE */
+} PullProgress;
+
+/* Called from the pulling thread; returning a negative errno cancels the pull. */
+typedef int (*pull_progress_t)(const PullProgress *p, void *userdata);
+
+typedef struct PullOptions {
+        const char *source;
+        const char *name;           /* NULL: derived from source */
+        const OciPlatform *platform; /* NULL: this host's */
+        bool plain_http;
+        const char *ca_file;
+} PullOptions;
+
+int image_store_pull(ImageStore *is, const PullOptions *o, pull_progress_t progress, void *userdata,
+                     ImageRecord **ret, char **ret_error);
+
+/* Copies of the records, sorted by name. */
+int image_store_list(ImageStore *is, ImageRecord ***ret, size_t *ret_n);
+void image_record_list_free(ImageRecord **list, size_t n);
+/* By name or manifest digest; -ENOENT. */
+int image_store_get(ImageStore *is, const char *name, ImageRecord **ret);
+/* Forgets a name. ret_unreferenced (optional): diff_ids of layers no image uses any more. */
+int image_store_remove(ImageStore *is, const char *name, Digest **ret_unreferenced, size_t *ret_n);
+
+typedef struct GcStats {
+        uint64_t blobs_removed, layers_removed, objects_removed, freed_bytes;
+} GcStats;
+
+int image_store_gc(ImageStore *is, bool dry_run, GcStats *ret, char **ret_error);
+
+/* A layer's ToC, read-only; -ENOENT if the layer is not in the store. */
+int image_store_open_toc(ImageStore *is, const Digest *diff_id);
+/* A content object, read-only; -ENOENT if absent. */
+int image_store_open_object(ImageStore *is, const Digest *d);
