@@ -630,7 +630,8 @@ static int compare_digests(const void *a, const void *b) {
 }
 
 static void digest_set_seal(DigestSet *s) {
-        qsort(s->items, s->n, sizeof(Digest), compare_digests);
+        if (s->n > 0)
+                qsort(s->items, s->n, sizeof(Digest), compare_digests);
 }
 
 static bool digest_set_contains(const DigestSet *s, const Digest *d) {

@@ -38,13 +38,17 @@ static const uint8_t *entry_at(const Toc *t, uint64_t i) {
         return t->entries + i * t->entry_size;
 }
 
-static void read_entry(const Toc *t, uint64_t i, TocEntry *e) {
+/*
+ * The record as it is. Pointers are only made for offsets inside their section (NULL otherwise),
+ * so that reading an unvalidated record never computes an address outside the mapping.
+ */
+static void read_entry_raw(const Toc *t, uint64_t i, TocEntry *e) {
         const uint8_t *p = entry_at(t, i);
+        uint32_t name_off = toc_get32(p + TOC_E_NAME_OFF), target_off = toc_get32(p + TOC_E_TARGET_OFF);
 
         *e = (TocEntry) {
                 .ino = i,
                 .parent = toc_get64(p + TOC_E_PARENT),
-                .name = (const char *) t->strings + toc_get32(p + TOC_E_NAME_OFF),
                 .name_len = toc_get32(p + TOC_E_NAME_LEN),
                 .type = p[TOC_E_TYPE],
                 .flags = p[TOC_E_FLAGS],
@@ -61,14 +65,22 @@ static void read_entry(const Toc *t, uint64_t i, TocEntry *e) {
                 .n_children = toc_get32(p + TOC_E_N_CHILDREN),
                 .n_chunks = toc_get32(p + TOC_E_N_CHUNKS),
                 .link = toc_get64(p + TOC_E_LINK),
-                .target = (const char *) t->strings + toc_get32(p + TOC_E_TARGET_OFF),
                 .target_len = toc_get32(p + TOC_E_TARGET_LEN),
                 .content_off = toc_get64(p + TOC_E_CONTENT_OFF),
                 .xattrs_off = toc_get64(p + TOC_E_XATTRS_OFF),
                 .n_xattrs = toc_get32(p + TOC_E_N_XATTRS),
         };
-        if (e->type == TOC_TYPE_REGULAR)
+        if (in_range(name_off, e->name_len, t->strings_size))
+                e->name = (const char *) t->strings + name_off;
+        if (in_range(target_off, e->target_len, t->strings_size))
+                e->target = (const char *) t->strings + target_off;
+        if (e->type == TOC_TYPE_REGULAR && in_range(e->content_off, DIGEST_SIZE, t->extra_size))
                 e->digest = t->extra + e->content_off;
+}
+
+/* A validated record. */
+static void read_entry(const Toc *t, uint64_t i, TocEntry *e) {
+        read_entry_raw(t, i, e);
 }
 
 static int compare_names(const char *a, size_t la, const char *b, size_t lb) {
@@ -128,9 +140,8 @@ static int validate(Toc *t) {
         for (uint64_t i = 0; i < t->n_entries; i++) {
                 TocEntry e, p;
 
-                read_entry(t, i, &e);
-                if (!in_range((const uint8_t *) e.name - t->strings, e.name_len, t->strings_size) ||
-                    !in_range((const uint8_t *) e.target - t->strings, e.target_len, t->strings_size))
+                read_entry_raw(t, i, &e);
+                if (!e.name || !e.target)
                         return -EBADMSG;
                 if (e.type < TOC_TYPE_REGULAR || e.type >= _TOC_TYPE_MAX || (e.flags & ~TOC_FLAG_OPAQUE) ||
                     e.mode > 07777 || e.parent >= t->n_entries || e.link >= t->n_entries)
@@ -146,7 +157,7 @@ static int validate(Toc *t) {
                                 return -EBADMSG;
                         /* The entry must be one of its parent's children: with children always
                          * after their parent, that also rules out cycles. */
-                        read_entry(t, e.parent, &p);
+                        read_entry_raw(t, e.parent, &p);
                         if (p.type != TOC_TYPE_DIRECTORY || e.parent >= i || i < p.first_child ||
                             i - p.first_child >= p.n_children)
                                 return -EBADMSG;
@@ -159,15 +170,13 @@ static int validate(Toc *t) {
                         for (uint32_t k = 0; k < e.n_children; k++) {
                                 TocEntry a, b;
 
-                                read_entry(t, e.first_child + k, &b);
-                                if (b.parent != i)
+                                read_entry_raw(t, e.first_child + k, &b);
+                                if (b.parent != i || !b.name)
                                         return -EBADMSG;
                                 if (k == 0)
                                         continue;
-                                read_entry(t, e.first_child + k - 1, &a);
-                                if (!in_range((const uint8_t *) a.name - t->strings, a.name_len, t->strings_size) ||
-                                    !in_range((const uint8_t *) b.name - t->strings, b.name_len, t->strings_size) ||
-                                    compare_names(a.name, a.name_len, b.name, b.name_len) >= 0)
+                                read_entry_raw(t, e.first_child + k - 1, &a);
+                                if (!a.name || compare_names(a.name, a.name_len, b.name, b.name_len) >= 0)
                                         return -EBADMSG;
                         }
                         if (e.link != i)
@@ -219,7 +228,7 @@ static int validate(Toc *t) {
                         /* A second name: the first name owns the inode and has the same type. */
                         TocEntry o;
 
-                        read_entry(t, e.link, &o);
+                        read_entry_raw(t, e.link, &o);
                         if (o.link != e.link || o.type != e.type || e.type == TOC_TYPE_WHITEOUT)
                                 return -EBADMSG;
                 }
@@ -409,6 +418,32 @@ int toc_for_each_content(int fd, int (*f)(const Digest *d, void *userdata), void
 }
 
 /* Dump */
+
+const char *toc_type_to_string(TocType t) {
+        switch (t) {
+        case TOC_TYPE_REGULAR:
+                return "regular";
+        case TOC_TYPE_DIRECTORY:
+                return "directory";
+        case TOC_TYPE_SYMLINK:
+                return "symlink";
+        case TOC_TYPE_CHAR:
+                return "char";
+        case TOC_TYPE_BLOCK:
+                return "block";
+        case TOC_TYPE_FIFO:
+                return "fifo";
+        case TOC_TYPE_SOCKET:
+                return "socket";
+        case TOC_TYPE_WHITEOUT:
+                return "whiteout";
+        case TOC_TYPE_HARDLINK:
+                return "hardlink";
+        default:
+                return NULL;
+        }
+}
+
 
 static void mode_string(const TocEntry *e, char buf[static 11]) {
         static const char types[] = "?-dlcbpsw"; /* by TocType */

@@ -46,31 +46,6 @@ struct TocWriter {
         size_t n_buckets, n_nodes;
 };
 
-const char *toc_type_to_string(TocType t) {
-        switch (t) {
-        case TOC_TYPE_REGULAR:
-                return "regular";
-        case TOC_TYPE_DIRECTORY:
-                return "directory";
-        case TOC_TYPE_SYMLINK:
-                return "symlink";
-        case TOC_TYPE_CHAR:
-                return "char";
-        case TOC_TYPE_BLOCK:
-                return "block";
-        case TOC_TYPE_FIFO:
-                return "fifo";
-        case TOC_TYPE_SOCKET:
-                return "socket";
-        case TOC_TYPE_WHITEOUT:
-                return "whiteout";
-        case TOC_TYPE_HARDLINK:
-                return "hardlink";
-        default:
-                return NULL;
-        }
-}
-
 static void node_clear_payload(Node *n) {
         n->target = mfree(n->target);
         for (size_t i = 0; i < n->n_xattrs; i++) {
@@ -431,6 +406,10 @@ typedef struct Buf {
 } Buf;
 
 static int buf_reserve(Buf *b, size_t n, uint8_t **ret) {
+        if (n == 0) {
+                *ret = NULL;
+                return 0;
+        }
         if (n > SIZE_MAX - b->size)
                 return -ENOMEM;
         if (b->size + n > b->allocated) {
