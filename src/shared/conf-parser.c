@@ -310,3 +310,49 @@ int config_parse_group_list(const char *file, unsigned line, const char *section
         (void) section;
         return parse_id_list(file, line, key, value, true, data);
 }
+
+int config_parse_unsigned(const char *file, unsigned line, const char *section, const char *key,
+                          const char *value, void *data) {
+        unsigned *u = data, v;
+
+        (void) section;
+        if (safe_atou(value, &v) < 0 || v == 0) {
+                _cleanup_free_ char *e = cescape(value);
+                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected a positive integer.", file,
+                                       line, key, strna(e));
+        }
+        *u = v;
+        return 0;
+}
+
+int config_parse_size(const char *file, unsigned line, const char *section, const char *key, const char *value,
+                      void *data) {
+        uint64_t *u = data, v;
+
+        (void) section;
+        if (parse_size(value, 1024, &v) < 0 || v == 0) {
+                _cleanup_free_ char *e = cescape(value);
+                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected a size such as 4M or 1G.",
+                                       file, line, key, strna(e));
+        }
+        *u = v;
+        return 0;
+}
+
+int config_parse_mode(const char *file, unsigned line, const char *section, const char *key, const char *value,
+                      void *data) {
+        unsigned *u = data;
+        unsigned long v;
+        char *end;
+
+        (void) section;
+        errno = 0;
+        v = strtoul(value, &end, 8);
+        if (errno != 0 || end == value || *end || v > 07777 || value[0] == '-' || value[0] == '+') {
+                _cleanup_free_ char *e = cescape(value);
+                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected an octal mode such as 0660.",
+                                       file, line, key, strna(e));
+        }
+        *u = (unsigned) v;
+        return 0;
+}

@@ -87,6 +87,12 @@ int config_parse_sec(const char *file, unsigned line, const char *section, const
                      void *data); /* usec_t, a time span ("100ms", "2s"); "infinity" is refused */
 int config_parse_percent(const char *file, unsigned line, const char *section, const char *key,
                          const char *value, void *data); /* unsigned, "0%".."100%" */
+int config_parse_unsigned(const char *file, unsigned line, const char *section, const char *key,
+                          const char *value, void *data); /* unsigned, > 0 */
+int config_parse_size(const char *file, unsigned line, const char *section, const char *key, const char *value,
+                      void *data); /* uint64_t bytes, "16M", > 0; K/M/G are 1024-based */
+int config_parse_mode(const char *file, unsigned line, const char *section, const char *key, const char *value,
+                      void *data); /* unsigned, an octal file mode up to 07777 */
 /* Space-separated user (group) names or numeric IDs, resolved when read; each assignment adds to
  * the list, an empty one clears it. An unknown name is an error. */
 int config_parse_user_list(const char *file, unsigned line, const char *section, const char *key,
