@@ -22,6 +22,9 @@
 #include "time-util.h"
 #include "tonarictl.h"
 #include "verb-borrow.h"
+#if HAVE_RELAY
+#include "verb-image.h"
+#endif
 #include "verb-slice.h"
 
 /*
@@ -379,6 +382,19 @@ static void help(void) {
                "                         SLICE from now on; prints the proxy ID (root only)\n"
                "  borrow remove-proxy ID Stop charging for a proxy (root only)\n"
                "  borrow proxies         List the proxies and what each has charged\n"
+#if HAVE_RELAY
+               "\n"
+               "Image commands (tonari-relay over gRPC, see --relay=):\n"
+               "  image pull SOURCE [NAME]\n"
+               "                         Pull an image into the relay's store once, e.g.\n"
+               "                         docker://HOST:PORT/REPO:TAG, oci:/PATH:TAG,\n"
+               "                         oci-archive:/PATH, docker-archive:/PATH\n"
+               "  image [list]           List the relay's images\n"
+               "  image show NAME        Show an image and its layers\n"
+               "  image remove NAME...   Forget images; their unused layers stay until 'image gc'\n"
+               "  image gc               Delete what no image uses (--dry-run: only count it)\n"
+               "  image toc FILE         Print a layer's table of contents (tonari-toc(5))\n"
+#endif
                "\n"
                "Assignments (systemd.resource-control(5) syntax; an empty value resets):\n"
                "  CPUWeight=1..10000  CPUQuota=N%%  CPUQuotaPeriodSec=TIME  IOWeight=1..10000\n"
@@ -396,9 +412,18 @@ static void help(void) {
                "     --no-legend         Do not print table headers and footers\n"
                "     --move-to=SLICE     With 'slice remove': move the slice's processes to\n"
                "                         SLICE first\n"
+#if HAVE_RELAY
+               "     --relay=ADDRESS     The relay for image commands: unix:/PATH or HOST:PORT\n"
+               "                         (default: unix:/run/tonari-relay/relay.sock)\n"
+               "     --plain-http        With 'image pull': talk HTTP to the registry (the relay\n"
+               "                         must list it in InsecureRegistries=)\n"
+               "     --platform=OS/ARCH[/VARIANT]\n"
+               "                         With 'image pull': which image of an index to take\n"
+               "     --dry-run           With 'image gc': count, delete nothing\n"
+#endif
                "\n"
                "Exit status: 0 success, 1 failure, 2 invalid usage, 3 tonarid not running,\n"
-               "4 access denied, 5 no such slice. See the tonarictl(1) man page for details.\n",
+               "4 access denied, 5 no such slice or image. See the tonarictl(1) man page for details.\n",
                program_invocation_short_name);
 }
 
@@ -409,6 +434,10 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_JSON,
                 ARG_NO_LEGEND,
                 ARG_MOVE_TO,
+                ARG_RELAY,
+                ARG_PLAIN_HTTP,
+                ARG_PLATFORM,
+                ARG_DRY_RUN,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -417,6 +446,12 @@ static int parse_argv(int argc, char *argv[]) {
                 { "json", optional_argument, NULL, ARG_JSON },
                 { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
                 { "move-to", required_argument, NULL, ARG_MOVE_TO },
+#if HAVE_RELAY
+                { "relay", required_argument, NULL, ARG_RELAY },
+                { "plain-http", no_argument, NULL, ARG_PLAIN_HTTP },
+                { "platform", required_argument, NULL, ARG_PLATFORM },
+                { "dry-run", no_argument, NULL, ARG_DRY_RUN },
+#endif
                 {},
         };
         int c;
@@ -461,6 +496,22 @@ static int parse_argv(int argc, char *argv[]) {
                         }
                         arg_move_to = optarg;
                         break;
+#if HAVE_RELAY
+                case ARG_RELAY:
+                        if (isempty(optarg))
+                                return log_error_errno(EINVAL, "--relay= requires an address.");
+                        arg_relay = optarg;
+                        break;
+                case ARG_PLAIN_HTTP:
+                        arg_plain_http = true;
+                        break;
+                case ARG_PLATFORM:
+                        arg_platform = optarg;
+                        break;
+                case ARG_DRY_RUN:
+                        arg_dry_run = true;
+                        break;
+#endif
                 case '?':
                         return -EINVAL;
                 default:
@@ -477,6 +528,9 @@ static const struct {
         { "log-level", verb_log_level },
         { "slice", verb_slice },
         { "borrow", verb_borrow },
+#if HAVE_RELAY
+        { "image", verb_image },
+#endif
 };
 
 int main(int argc, char *argv[]) {

@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* tonari.layers.v1.Layers: the ToC, file contents, and the calls without ToC. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc-util.h"
+#include "fd-util.h"
+#include "layers.pb-c.h"
+#include "relay.h"
+#include "rpc-proto.h"
+#include "string-util.h"
+
+#define SERVICE "/tonari.layers.v1.Layers/"
+/* Pieces of ToC and content: the size the protocol promises clients. */
+#define PIECE_BYTES (1024U * 1024U)
+/* A ToC is sent from memory; anything larger is not one tonari wrote. */
+#define TOC_SEND_MAX (1024ULL * 1024ULL * 1024ULL)
+
+static void free_message(void *p) {
+        ProtobufCMessage **m = p;
+
+        if (*m)
+                protobuf_c_message_free_unpacked(*m, NULL);
+}
+#define _cleanup_message_ _cleanup_(free_message)
+
+#define UNPACK(type, var, descriptor, call, data, size)                                                \
+        _cleanup_message_ type *var = NULL;                                                            \
+        if (rpc_proto_unpack(&descriptor, data, size, (ProtobufCMessage **) &var) < 0) {               \
+                rpc_call_set_error(call, "malformed request");                                         \
+                return -EINVAL;                                                                        \
+        }
+
+static int parse_layer(RpcCall *call, const char *s, Digest *ret) {
+        int r = digest_from_string(s, ret);
+
+        if (r < 0)
+                rpc_call_set_error(call, "invalid layer digest \"%s\"", strna(s));
+        return r < 0 ? -EINVAL : 0;
+}
+
+/* The layer's ToC for this call; the message names what is missing. */
+static int open_toc(Relay *relay, RpcCall *call, const char *layer, Toc **ret) {
+        Digest d;
+        int r;
+
+        r = parse_layer(call, layer, &d);
+        if (r < 0)
+                return r;
+        r = relay_toc_get(relay, &d, ret);
+        if (r == -ENOENT)
+                rpc_call_set_error(call, "no layer %s", layer);
+        else if (r == -EUCLEAN)
+                rpc_call_set_error(call, "the table of contents of layer %s is damaged", layer);
+        return r < 0 ? r : 0;
+}
+
+static int get_entry(Toc *t, RpcCall *call, uint64_t ino, TocEntry *ret) {
+        if (toc_get(t, ino, ret) < 0) {
+                rpc_call_set_error(call, "no inode %" PRIu64, ino);
+                return -ENOENT;
+        }
+        return 0;
+}
+
+static Tonari__Layers__V1__Type type_to_proto(TocType t) {
+        /* The protocol's numbers are the ToC's. */
+        return t >= TOC_TYPE_REGULAR && t <= TOC_TYPE_WHITEOUT ? (Tonari__Layers__V1__Type) t :
+                                                                 TONARI__LAYERS__V1__TYPE__TYPE_UNSPECIFIED;
+}
+
+static void entry_to_proto(const TocEntry *e, Tonari__Layers__V1__Entry *m, char digest[static DIGEST_STRING_MAX]) {
+        *m = (Tonari__Layers__V1__Entry) TONARI__LAYERS__V1__ENTRY__INIT;
+        m->inode = e->ino;
+        m->type = type_to_proto(e->type);
+        m->mode = e->mode;
+        m->uid = e->uid;
+        m->gid = e->gid;
+        m->size = e->type == TOC_TYPE_SYMLINK ? e->target_len : e->size;
+        m->mtime_sec = e->mtime_sec;
+        m->mtime_nsec = e->mtime_nsec;
+        m->nlink = e->nlink;
+        m->rdev_major = e->rdev_major;
+        m->rdev_minor = e->rdev_minor;
+        m->opaque = !!(e->flags & TOC_FLAG_OPAQUE);
+        m->link_inode = e->link;
+        if (e->type == TOC_TYPE_REGULAR) {
+                Digest d;
+
+                memcpy(d.bytes, e->digest, DIGEST_SIZE);
+                m->content_digest = digest_to_string(&d, digest);
+        }
+}
+
+static int handle_get_toc(RpcCall *call, const void *data, size_t size, void *userdata) {
+        Relay *relay = userdata;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ uint8_t *buf = NULL;
+        char digest[DIGEST_STRING_MAX];
+        struct stat st;
+        size_t n = 0;
+        Digest d, sum;
+        int r;
+
+        UNPACK(Tonari__Layers__V1__GetToCRequest, req, tonari__layers__v1__get_to_crequest__descriptor, call, data,
+               size);
+        if ((req->max_major_version ?: 1) < TOC_VERSION_MAJOR) {
+                rpc_call_set_error(call, "the relay has ToCs of version %d only", TOC_VERSION_MAJOR);
+                return -EBUSY; /* FAILED_PRECONDITION */
+        }
+        r = parse_layer(call, req->layer, &d);
+        if (r < 0)
+                return r;
+        fd = image_store_open_toc(relay->store, &d);
+        if (fd == -ENOENT) {
+                rpc_call_set_error(call, "no layer %s", req->layer);
+                return fd;
+        }
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return fd < 0 ? fd : -errno;
+        if ((uint64_t) st.st_size > TOC_SEND_MAX)
+                return -EUCLEAN;
+
+        /* The whole file first: the first piece carries its digest. */
+        buf = malloc((size_t) st.st_size ?: 1);
+        if (!buf)
+                return -ENOMEM;
+        while (n < (size_t) st.st_size) {
+                ssize_t k = pread(fd, buf + n, (size_t) st.st_size - n, (off_t) n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : -EUCLEAN;
+                n += (size_t) k;
+        }
+        r = digest_buffer(buf, n, &sum);
+        if (r < 0)
+                return r;
+        for (size_t off = 0; off < n || off == 0; off += PIECE_BYTES) {
+                Tonari__Layers__V1__ToCPiece m = TONARI__LAYERS__V1__TO_CPIECE__INIT;
+
+                m.offset = off;
+                m.data.data = buf + off;
+                m.data.len = MIN((size_t) PIECE_BYTES, n - off);
+                if (off == 0) {
+                        m.total_bytes = n;
+                        m.digest = digest_to_string(&sum, digest);
+                }
+                r = rpc_call_send_proto(call, &m.base);
+                if (r < 0)
+                        return r;
+                if (n == 0)
+                        break;
+        }
+        return 0;
+}
+
+static int handle_read(RpcCall *call, const void *data, size_t size, void *userdata) {
+        Relay *relay = userdata;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ uint8_t *buf = NULL;
+        uint64_t end, off;
+        TocEntry e;
+        Digest d;
+        Toc *t;
+        int r;
+
+        UNPACK(Tonari__Layers__V1__ReadRequest, req, tonari__layers__v1__read_request__descriptor, call, data, size);
+        r = open_toc(relay, call, req->layer, &t);
+        if (r < 0)
+                return r;
+        r = get_entry(t, call, req->inode, &e);
+        if (r >= 0 && e.type != TOC_TYPE_REGULAR) {
+                rpc_call_set_error(call, "inode %" PRIu64 " is not a regular file", req->inode);
+                r = -EINVAL;
+        }
+        if (r >= 0)
+                memcpy(d.bytes, e.digest, DIGEST_SIZE);
+        relay_toc_put(relay, t);
+        if (r < 0)
+                return r;
+
+        fd = image_store_open_object(relay->store, &d);
+        if (fd < 0) {
+                rpc_call_set_error(call, "the content of inode %" PRIu64 " is missing from the store", req->inode);
+                return fd == -ENOENT ? -EUCLEAN : fd;
+        }
+        end = req->length == 0 || req->length > e.size - MIN(req->offset, e.size) ? e.size : req->offset + req->length;
+        buf = malloc(PIECE_BYTES);
+        if (!buf)
+                return -ENOMEM;
+        for (off = req->offset; off < end;) {
+                Tonari__Layers__V1__ReadPiece m = TONARI__LAYERS__V1__READ_PIECE__INIT;
+                ssize_t k = pread(fd, buf, (size_t) MIN((uint64_t) PIECE_BYTES, end - off), (off_t) off);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0) {
+                        rpc_call_set_error(call, "the content of inode %" PRIu64 " is shorter than its size", req->inode);
+                        return -EUCLEAN;
+                }
+                m.offset = off;
+                m.data.data = buf;
+                m.data.len = (size_t) k;
+                r = rpc_call_send_proto(call, &m.base);
+                if (r < 0)
+                        return r;
+                off += (uint64_t) k;
+        }
+        return 0;
+}
+
+static int reply_entry(Relay *relay, RpcCall *call, Toc *t, uint64_t ino) {
+        Tonari__Layers__V1__Entry m;
+        char digest[DIGEST_STRING_MAX];
+        TocEntry e;
+        int r;
+
+        r = get_entry(t, call, ino, &e);
+        if (r < 0)
+                return r;
+        entry_to_proto(&e, &m, digest);
+        return rpc_call_reply_proto(call, &m.base);
+}
+
+static int handle_lookup(RpcCall *call, const void *data, size_t size, void *userdata) {
+        Relay *relay = userdata;
+        uint64_t ino;
+        Toc *t;
+        int r;
+
+        UNPACK(Tonari__Layers__V1__LookupRequest, req, tonari__layers__v1__lookup_request__descriptor, call, data, size);
+        if (isempty(req->name) || strchr(req->name, '/') || streq(req->name, ".") || streq(req->name, "..")) {
+                rpc_call_set_error(call, "invalid name \"%s\"", req->name);
+                return -EINVAL;
+        }
+        r = open_toc(relay, call, req->layer, &t);
+        if (r < 0)
+                return r;
+        r = toc_lookup(t, req->parent, req->name, strlen(req->name), &ino);
+        if (r == -ENOENT)
+                rpc_call_set_error(call, "no \"%s\" in inode %" PRIu64, req->name, req->parent);
+        else if (r == -ENOTDIR)
+                rpc_call_set_error(call, "inode %" PRIu64 " is not a directory", req->parent);
+        if (r >= 0)
+                r = reply_entry(relay, call, t, ino);
+        relay_toc_put(relay, t);
+        return r;
+}
+
+static int handle_getattr(RpcCall *call, const void *data, size_t size, void *userdata) {
+        Relay *relay = userdata;
+        Toc *t;
+        int r;
+
+        UNPACK(Tonari__Layers__V1__GetAttrRequest, req, tonari__layers__v1__get_attr_request__descriptor, call, data,
+               size);
+        r = open_toc(relay, call, req->layer, &t);
+        if (r < 0)
+                return r;
+        r = reply_entry(relay, call, t, req->inode);
+        relay_toc_put(relay, t);
+        return r;
+}
+
+static int handle_readdir(RpcCall *call, const void *data, size_t size, void *userdata) {
+        Relay *relay = userdata;
+        /* Entries per batch: a few hundred names fit easily in one message. */
+        enum { BATCH = 256 };
+        Tonari__Layers__V1__DirEntry entries[BATCH], *ptrs[BATCH];
+        Tonari__Layers__V1__Entry attrs[BATCH];
+        char names[BATCH][TOC_NAME_MAX + 1], digests[BATCH][DIGEST_STRING_MAX];
+        uint64_t sent = 0, i;
+        TocEntry d;
+        Toc *t;
+        int r;
+
+        UNPACK(Tonari__Layers__V1__ReadDirRequest, req, tonari__layers__v1__read_dir_request__descriptor, call, data,
+               size);
+        r = open_toc(relay, call, req->layer, &t);
+        if (r < 0)
+                return r;
+        r = get_entry(t, call, req->inode, &d);
+        if (r >= 0 && d.type != TOC_TYPE_DIRECTORY) {
+                rpc_call_set_error(call, "inode %" PRIu64 " is not a directory", req->inode);
+                r = -ENOTDIR;
+        }
+        for (i = req->offset; r >= 0 && i < d.n_children && (req->max_entries == 0 || sent < req->max_entries);) {
+                Tonari__Layers__V1__DirBatch b = TONARI__LAYERS__V1__DIR_BATCH__INIT;
+                size_t n = 0;
+
+                for (; n < BATCH && i < d.n_children && (req->max_entries == 0 || sent < req->max_entries); n++, i++) {
+                        TocEntry c;
+
+                        (void) toc_get(t, d.first_child + i, &c);
+                        memcpy(names[n], c.name, c.name_len);
+                        names[n][c.name_len] = 0;
+                        entry_to_proto(&c, &attrs[n], digests[n]);
+                        entries[n] = (Tonari__Layers__V1__DirEntry) TONARI__LAYERS__V1__DIR_ENTRY__INIT;
+                        entries[n].name = names[n];
+                        entries[n].entry = &attrs[n];
+                        entries[n].next_offset = i + 1;
+                        ptrs[n] = &entries[n];
+                        sent++;
+                }
+                b.n_entries = n;
+                b.entries = ptrs;
+                r = rpc_call_send_proto(call, &b.base);
+        }
+        relay_toc_put(relay, t);
+        return r;
+}
+
+static int handle_readlink(RpcCall *call, const void *data, size_t size, void *userdata) {
+        Relay *relay = userdata;
+        Tonari__Layers__V1__ReadLinkResponse m = TONARI__LAYERS__V1__READ_LINK_RESPONSE__INIT;
+        _cleanup_free_ char *target = NULL;
+        TocEntry e;
+        Toc *t;
+        int r;
+
+        UNPACK(Tonari__Layers__V1__ReadLinkRequest, req, tonari__layers__v1__read_link_request__descriptor, call, data,
+               size);
+        r = open_toc(relay, call, req->layer, &t);
+        if (r < 0)
+                return r;
+        r = get_entry(t, call, req->inode, &e);
+        if (r >= 0 && e.type != TOC_TYPE_SYMLINK) {
+                rpc_call_set_error(call, "inode %" PRIu64 " is not a symbolic link", req->inode);
+                r = -EINVAL;
+        }
+        if (r >= 0) {
+                target = strndup(e.target, e.target_len);
+                r = target ? 0 : -ENOMEM;
+        }
+        relay_toc_put(relay, t);
+        if (r < 0)
+                return r;
+        m.target = target;
+        return rpc_call_reply_proto(call, &m.base);
+}
+
+static int handle_listxattr(RpcCall *call, const void *data, size_t size, void *userdata) {
+        Relay *relay = userdata;
+        Tonari__Layers__V1__ListXattrResponse m = TONARI__LAYERS__V1__LIST_XATTR_RESPONSE__INIT;
+        char **names = NULL;
+        TocEntry e;
+        Toc *t;
+        int r;
+
+        UNPACK(Tonari__Layers__V1__ListXattrRequest, req, tonari__layers__v1__list_xattr_request__descriptor, call,
+               data, size);
+        r = open_toc(relay, call, req->layer, &t);
+        if (r < 0)
+                return r;
+        r = get_entry(t, call, req->inode, &e);
+        if (r >= 0) {
+                names = new0(char *, e.n_xattrs);
+                r = names ? 0 : -ENOMEM;
+        }
+        for (uint32_t k = 0; r >= 0 && k < e.n_xattrs; k++) {
+                TocXattrView x;
+
+                (void) toc_xattr(t, &e, k, &x);
+                names[k] = strndup(x.name, x.name_len);
+                m.n_names = k + 1;
+                if (!names[k])
+                        r = -ENOMEM;
+        }
+        relay_toc_put(relay, t);
+        if (r >= 0) {
+                m.names = names;
+                r = rpc_call_reply_proto(call, &m.base);
+        }
+        for (size_t k = 0; names && k < m.n_names; k++)
+                free(names[k]);
+        free(names);
+        return r;
+}
+
+static int handle_getxattr(RpcCall *call, const void *data, size_t size, void *userdata) {
+        Relay *relay = userdata;
+        Tonari__Layers__V1__GetXattrResponse m = TONARI__LAYERS__V1__GET_XATTR_RESPONSE__INIT;
+        _cleanup_free_ uint8_t *value = NULL;
+        bool found = false;
+        TocEntry e;
+        Toc *t;
+        int r;
+
+        UNPACK(Tonari__Layers__V1__GetXattrRequest, req, tonari__layers__v1__get_xattr_request__descriptor, call, data,
+               size);
+        r = open_toc(relay, call, req->layer, &t);
+        if (r < 0)
+                return r;
+        r = get_entry(t, call, req->inode, &e);
+        for (uint32_t k = 0; r >= 0 && k < e.n_xattrs && !found; k++) {
+                TocXattrView x;
+
+                (void) toc_xattr(t, &e, k, &x);
+                if (x.name_len == strlen(req->name) && memcmp(x.name, req->name, x.name_len) == 0) {
+                        value = memdup(x.value, x.size);
+                        r = value ? 0 : -ENOMEM;
+                        m.value.len = x.size;
+                        found = true;
+                }
+        }
+        relay_toc_put(relay, t);
+        if (r < 0)
+                return r;
+        if (!found) {
+                rpc_call_set_error(call, "inode %" PRIu64 " has no extended attribute \"%s\"", req->inode, req->name);
+                return -ENOENT;
+        }
+        m.value.data = value;
+        return rpc_call_reply_proto(call, &m.base);
+}
+
+int relay_register_layers_service(Relay *r) {
+        static const struct {
+                const char *method;
+                RpcMethodKind kind;
+                unsigned flags;
+                rpc_handler_t handler;
+        } methods[] = {
+                /* Streams of content wait for the disk and the client: threads of their own. */
+                { SERVICE "GetToC", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_get_toc },
+                { SERVICE "Read", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_read },
+                { SERVICE "Lookup", RPC_UNARY, 0, handle_lookup },
+                { SERVICE "GetAttr", RPC_UNARY, 0, handle_getattr },
+                { SERVICE "ReadDir", RPC_SERVER_STREAM, 0, handle_readdir },
+                { SERVICE "ReadLink", RPC_UNARY, 0, handle_readlink },
+                { SERVICE "ListXattr", RPC_UNARY, 0, handle_listxattr },
+                { SERVICE "GetXattr", RPC_UNARY, 0, handle_getxattr },
+        };
+        int k;
+
+        FOREACH_ELEMENT(m, methods) {
+                k = rpc_server_add_method(r->server, m->method, m->kind, m->flags, m->handler, r);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+
+#include "alloc-util.h"
+#include "conf-parser.h"
+#include "oci-util.h"
+#include "parse-util.h"
+#include "path-util.h"
+#include "relay-conf.h"
+#include "string-util.h"
+#include "strv.h"
+
+/* "unix:/absolute/path", "HOST:PORT" or "[V6]:PORT"; gRPC's own syntax for both. */
+static bool listen_address_is_valid(const char *a) {
+        const char *path = startswith(a, "unix:"), *colon;
+        unsigned port;
+
+        if (path)
+                return path_is_normalized_absolute(path) && strlen(a) < RELAY_ADDRESS_MAX;
+        colon = strrchr(a, ':');
+        if (!colon || colon == a || safe_atou(colon + 1, &port) < 0 || port == 0 || port > 65535)
+                return false;
+        if (a[0] == '[' && colon[-1] != ']')
+                return false;
+        for (const char *p = a; p < colon; p++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]", *p))
+                        return false;
+        return true;
+}
+
+static bool registry_host_is_valid(const char *h) {
+        /* The host part of an image reference: validated by the reference parser itself. */
+        _cleanup_(image_reference_freep) ImageReference *r = NULL;
+        _cleanup_free_ char *ref = strjoin("docker://", h, "/x");
+
+        return ref && image_reference_parse(ref, &r) >= 0 && streq(r->host, h);
+}
+
+static int parse_list(const char *file, unsigned line, const char *key, const char *value, RelayAddressList *list,
+                      bool (*valid)(const char *), const char *expected) {
+        _cleanup_strv_free_ char **words = NULL;
+        int r;
+
+        r = strv_split(value, " \t", &words);
+        if (r < 0)
+                return log_oom();
+        STRV_FOREACH(w, words) {
+                if (!valid(*w) || strlen(*w) >= RELAY_ADDRESS_MAX) {
+                        _cleanup_free_ char *e = cescape(*w);
+                        return log_error_errno(EINVAL, "%s:%u: Invalid %s= entry '%s': expected %s.", file, line, key,
+                                               strna(e), expected);
+                }
+                if (list->n >= RELAY_LIST_MAX)
+                        return log_error_errno(E2BIG, "%s:%u: %s= lists more than %u entries.", file, line, key,
+                                               RELAY_LIST_MAX);
+                strcpy(list->items[list->n++], *w);
+        }
+        return 0;
+}
+
+static int config_parse_listen(const char *file, unsigned line, const char *section, const char *key,
+                               const char *value, void *data) {
+        return parse_list(file, line, key, value, data, listen_address_is_valid,
+                          "unix:/absolute/path, HOST:PORT or [IPV6]:PORT");
+}
+
+static int config_parse_registries(const char *file, unsigned line, const char *section, const char *key,
+                                   const char *value, void *data) {
+        return parse_list(file, line, key, value, data, registry_host_is_valid, "a registry host such as 127.0.0.1:5000");
+}
+
+static const ConfigItem relay_config_table[] = {
+        CONFIG_ITEM("Relay", "LogLevel", config_parse_log_level, RelayConfig, log_level),
+        CONFIG_ITEM("Relay", "LogTarget", config_parse_log_target, RelayConfig, log_target),
+        CONFIG_ITEM("Relay", "Store", config_parse_path, RelayConfig, store),
+        CONFIG_ITEM("Relay", "Listen", config_parse_listen, RelayConfig, listen),
+        CONFIG_ITEM("Relay", "SocketMode", config_parse_mode, RelayConfig, socket_mode),
+        CONFIG_ITEM("Relay", "Threads", config_parse_unsigned, RelayConfig, threads),
+        CONFIG_ITEM("Relay", "MaxMessageSize", config_parse_size, RelayConfig, max_message_bytes),
+        CONFIG_ITEM("Pull", "InsecureRegistries", config_parse_registries, RelayConfig, insecure),
+        CONFIG_ITEM("Pull", "CAFile", config_parse_path, RelayConfig, ca_file),
+        {},
+};
+
+int relay_config_load(const char *path, RelayConfig *ret, char ***ret_files) {
+        const RelayConfig defaults = RELAY_CONFIG_DEFAULTS;
+        _cleanup_strv_free_ char **files = NULL;
+        RelayConfig c = defaults;
+        int r;
+
+        /* Listen= adds to the list like InsecureRegistries=; the default socket is only used when
+         * no file names any. */
+        c.listen.n = 0;
+        r = config_parse(path, relay_config_table, &c, &defaults, &files);
+        if (r < 0)
+                return r;
+        if (c.listen.n == 0)
+                c.listen = defaults.listen;
+        if (c.threads > 256)
+                return log_error_errno(EINVAL, "%s: [Relay] Threads=%u: expected 1 to 256.", path, c.threads);
+        if (c.max_message_bytes < 2U * 1024U * 1024U || c.max_message_bytes > 1024U * 1024U * 1024U)
+                return log_error_errno(EINVAL,
+                                       "%s: [Relay] MaxMessageSize=%" PRIu64 ": expected 2M (a 1 MiB piece and its "
+                                       "framing) to 1G.",
+                                       path, c.max_message_bytes);
+
+        *ret = c;
+        if (ret_files)
+                *ret_files = TAKE_PTR(files);
+        return 0;
+}
+
+void relay_config_dump(const RelayConfig *c, FILE *f) {
+        fprintf(f,
+                "[Relay]\n"
+                "LogLevel=%s\n"
+                "LogTarget=%s\n"
+                "Store=%s\n"
+                "Listen=",
+                log_level_to_string(c->log_level), log_target_to_string(c->log_target), c->store);
+        for (size_t i = 0; i < c->listen.n; i++)
+                fprintf(f, "%s%s", i > 0 ? " " : "", c->listen.items[i]);
+        fprintf(f,
+                "\nSocketMode=%04o\n"
+                "Threads=%u\n"
+                "MaxMessageSize=%" PRIu64 "\n"
+                "\n"
+                "[Pull]\n"
+                "InsecureRegistries=",
+                c->socket_mode, c->threads, c->max_message_bytes);
+        for (size_t i = 0; i < c->insecure.n; i++)
+                fprintf(f, "%s%s", i > 0 ? " " : "", c->insecure.items[i]);
+        fprintf(f, "\nCAFile=%s\n", c->ca_file);
+}
+
+bool relay_config_insecure(const RelayConfig *c, const char *host) {
+        for (size_t i = 0; i < c->insecure.n; i++)
+                if (streq(c->insecure.items[i], host))
+                        return true;
+        return false;
+}

@@ -1,0 +1,150 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# tonari-relay with tonarictl's image commands and the layer service, on this host: a relay on a
+# unix socket and on TCP, images pulled from a real docker-registry and from an OCI layout,
+# listed, shown, removed, collected; the layer service checked entry by entry against the ToC;
+# restart, a second relay on the same store, concurrent pulls, and the errors users meet.
+# Needs root (make-test-image makes device nodes); env: RELAY TONARICTL LAYERS_CLIENT.
+set -eux
+set -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../testlib.sh"
+((EUID == 0)) || { echo "needs root (the test image has device nodes and owners)"; exit 77; }
+for tool in docker-registry skopeo umoci curl python3; do
+        command -v "$tool" >/dev/null || { echo "$tool is missing (./dev deps installs it)"; exit 77; }
+done
+. "$here/../imagestore/registry-lib.sh"
+
+WORK=$(mktemp -d /tmp/tonari-relay.XXXXXX)
+RELAY_PID=
+stop_relay() {
+        [[ -n $RELAY_PID ]] || return 0
+        kill "$RELAY_PID" 2>/dev/null && timeout 15 tail --pid="$RELAY_PID" -f /dev/null || true
+        RELAY_PID=
+}
+cleanup() {
+        stop_relay
+        registry_stop
+        rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+TONARI_TEST_ROOTFS=no
+"$here/../imagestore/make-test-image" "$WORK/layout" 2> >(grep -v 'ignoring empty-valued xattr' >&2)
+registry_start "$WORK/registry"
+registry_push "$WORK/layout:test" tonari/test:v1
+TCP_PORT=$(free_port)
+
+cat >"$WORK/relay.conf" <<EOT
+[Relay]
+Store=$WORK/store
+Listen=unix:$WORK/relay.sock 127.0.0.1:$TCP_PORT
+LogTarget=console
+[Pull]
+InsecureRegistries=$REGISTRY_HOST
+EOT
+
+start_relay() {
+        "$RELAY" --config="$WORK/relay.conf" >>"$WORK/relay.log" 2>&1 &
+        RELAY_PID=$!
+        for _ in $(seq 100); do
+                [[ -S $WORK/relay.sock ]] && "$TONARICTL" --relay="unix:$WORK/relay.sock" image list >/dev/null 2>&1 && return 0
+                kill -0 "$RELAY_PID" 2>/dev/null || break
+                sleep 0.1
+        done
+        cat "$WORK/relay.log"
+        return 1
+}
+ctl() {
+        "$TONARICTL" --relay="unix:$WORK/relay.sock" "$@"
+}
+
+start_relay
+
+testcase_pull_list_show() {
+        ctl image pull --plain-http "docker://$REGISTRY_HOST/tonari/test:v1" test
+        ctl image pull "oci:$WORK/layout:test"
+        assert_eq "layout:test
+test" "$(ctl --no-legend image list | awk '{print $1}')"
+        assert_eq 4 "$(ctl --json=short image show test | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["layers"]))')"
+        # Same content from two sources: the same layers, stored once.
+        assert_eq "$(ctl --json=short image show test | python3 -c 'import json, sys; print([l["diffID"] for l in json.load(sys.stdin)["layers"]])')" \
+                "$(ctl --json=short image show layout:test | python3 -c 'import json, sys; print([l["diffID"] for l in json.load(sys.stdin)["layers"]])')"
+        assert_eq 4 "$(find "$WORK/store/layers" -type f | wc -l)" "layers in the store"
+        # Over TCP too.
+        assert_match "^test +4 " "$("$TONARICTL" --relay="127.0.0.1:$TCP_PORT" --no-legend image list | grep '^test ')"
+        assert_eq 0 "$(ls -A "$WORK/store/tmp" | wc -l)" "files left in tmp/"
+}
+
+testcase_layer_service() {
+        local diff_id hex toc
+        for diff_id in $(ctl --json=short image show test | python3 -c 'import json, sys; [print(l["diffID"]) for l in json.load(sys.stdin)["layers"]]'); do
+                hex=${diff_id#sha256:}
+                toc=$WORK/store/layers/sha256/${hex:0:2}/$hex
+                "$LAYERS_CLIENT" "unix:$WORK/relay.sock" "$diff_id" "$toc"
+        done
+        # tonarictl reads the same file.
+        assert_match "/usr/share/doc \(opaque\)" "$(ctl image toc "$toc" || true; for f in "$WORK"/store/layers/sha256/*/*; do ctl image toc "$f"; done)"
+}
+
+testcase_errors() {
+        assert_rc 5 ctl image show nope
+        assert_rc 5 ctl image remove nope
+        assert_rc 2 ctl image pull "not-a-source"
+        assert_rc 2 ctl image pull "docker://$REGISTRY_HOST/UPPER/case:v1"
+        # Plain HTTP only to registries the relay allows.
+        assert_rc 4 ctl image pull --plain-http "docker://127.0.0.2:5000/tonari/test:v1"
+        assert_rc 5 ctl image pull --plain-http "docker://$REGISTRY_HOST/tonari/none:v1"
+        assert_rc 5 ctl image pull "oci:$WORK/layout:nope"
+        assert_rc 2 ctl image pull --platform=linux "oci:$WORK/layout:test"
+        assert_rc 1 "$TONARICTL" --relay="unix:$WORK/nothing.sock" image list
+        assert_rc 1 ctl image toc "$WORK/relay.conf"
+        # The relay explains; the messages name the value.
+        assert_match 'no image "nope"' "$(ctl image show nope 2>&1 || true)"
+        assert_match 'InsecureRegistries' "$(ctl image pull --plain-http docker://127.0.0.2:5000/tonari/test:v1 2>&1 || true)"
+}
+
+testcase_concurrent_pulls() {
+        local a b
+        ctl image pull "oci:$WORK/layout:test" one >"$WORK/one.out" 2>&1 &
+        a=$!
+        ctl image pull "oci:$WORK/layout:test" two >"$WORK/two.out" 2>&1 &
+        b=$!
+        wait "$a"
+        wait "$b"
+        assert_match "^one +4 " "$(ctl --no-legend image list | grep '^one ')"
+        assert_match "^two +4 " "$(ctl --no-legend image list | grep '^two ')"
+        assert_eq 4 "$(find "$WORK/store/layers" -type f | wc -l)" "layers in the store"
+}
+
+testcase_restart_and_second_relay() {
+        local before
+        before=$(ctl --no-legend image list)
+        stop_relay
+        start_relay
+        assert_eq "$before" "$(ctl --no-legend image list)"
+        # A second relay on the same store refuses to start.
+        sed "s|relay.sock|relay2.sock|; s|127.0.0.1:$TCP_PORT|127.0.0.1:$(free_port)|" "$WORK/relay.conf" >"$WORK/relay2.conf"
+        assert_rc 1 "$RELAY" --config="$WORK/relay2.conf"
+        assert_match "in use by another process" "$("$RELAY" --config="$WORK/relay2.conf" 2>&1 || true)"
+        # A port in use is refused, not shared.
+        sed "s|$WORK/store|$WORK/store2|; s|relay.sock|relay3.sock|" "$WORK/relay.conf" >"$WORK/relay3.conf"
+        assert_rc 1 "$RELAY" --config="$WORK/relay3.conf"
+}
+
+testcase_remove_and_gc() {
+        local objects
+        objects=$(find "$WORK/store/objects" -type f | wc -l)
+        ((objects > 0))
+        ctl image remove test layout:test one
+        assert_match "Would remove 0 blobs, 0 layers" "$(ctl image gc --dry-run)"
+        ctl image remove two
+        assert_match "Would remove [0-9]+ blobs, 4 layers and $objects content objects" "$(ctl image gc --dry-run)"
+        ctl --json=short image gc | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["layersRemoved"] == 4 and d["freedBytes"] > 0, d'
+        assert_eq 0 "$(find "$WORK/store/objects" "$WORK/store/layers" "$WORK/store/blobs" -type f | wc -l)"
+        assert_eq "" "$(ctl --no-legend image list)"
+}
+
+run_testcases
