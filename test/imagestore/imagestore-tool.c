@@ -6,6 +6,7 @@
  *   imagestore-tool remove STORE NAME
  *   imagestore-tool gc STORE [--dry-run]                      prints the GcStats
  *   imagestore-tool list STORE                                names, one per line
+ *   imagestore-tool lookup-rate TOC                           path resolutions per second over every entry
  * Exit status: 0, or the errno of the failure; the error message goes to stderr.
  */
 #include <curl/curl.h>
@@ -19,6 +20,7 @@
 #include "imagestore.h"
 #include "store.h"
 #include "string-util.h"
+#include "time-util.h"
 #include "toc.h"
 
 static int progress(const PullProgress *p, void *userdata) {
@@ -53,8 +55,48 @@ int main(int argc, char *argv[]) {
                 r = toc_dump(t, stdout, true);
                 return r < 0 ? fail(r, "dump", NULL) : 0;
         }
+        if (argc >= 3 && streq(argv[1], "lookup-rate")) {
+                _cleanup_close_ int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
+                _cleanup_toc_ Toc *t = NULL;
+                _cleanup_free_ char *paths = NULL;
+                uint64_t n, resolved = 0, components = 0;
+                usec_t start, elapsed;
+
+                if (fd < 0)
+                        return fail(-errno, argv[2], NULL);
+                r = toc_open_fd(fd, &t);
+                if (r < 0)
+                        return fail(r, argv[2], NULL);
+                n = toc_n_entries(t);
+                paths = malloc(n * (TOC_PATH_MAX + 1));
+                if (!paths)
+                        return fail(-ENOMEM, "paths", NULL);
+                for (uint64_t i = 0; i < n; i++)
+                        if (toc_path(t, i, paths + i * (TOC_PATH_MAX + 1), TOC_PATH_MAX + 1) < 0)
+                                return fail(-EIO, "path", NULL);
+                /* Every entry's path, in a scattered order, for at least a second. */
+                start = now(CLOCK_MONOTONIC);
+                do {
+                        for (uint64_t k = 0; k < n; k++) {
+                                const char *p = paths + ((k * 2654435761ULL) % n) * (TOC_PATH_MAX + 1);
+                                uint64_t ino;
+
+                                if (toc_resolve(t, p, &ino) < 0)
+                                        return fail(-EIO, p, "does not resolve");
+                                resolved++;
+                                components += *p ? 1 : 0;
+                                for (const char *c = p; *c; c++)
+                                        components += *c == '/';
+                        }
+                        elapsed = now(CLOCK_MONOTONIC) - start;
+                } while (elapsed < USEC_PER_SEC);
+                printf("entries %" PRIu64 " resolutions_per_sec %.0f lookups_per_sec %.0f\n", n,
+                       (double) resolved * USEC_PER_SEC / (double) elapsed,
+                       (double) components * USEC_PER_SEC / (double) elapsed);
+                return 0;
+        }
         if (argc < 3)
-                return fail(-EINVAL, "usage", "pull|toc|remove|gc|list ...");
+                return fail(-EINVAL, "usage", "pull|toc|remove|gc|list|lookup-rate ...");
 
         curl_global_init(CURL_GLOBAL_DEFAULT);
         r = image_store_open(argv[2], &is, &err);
