@@ -22,7 +22,7 @@
 #include "time-util.h"
 #include "tonarictl.h"
 #include "verb-borrow.h"
-#if HAVE_RELAY
+#if TONARICTL_IMAGE
 #include "verb-image.h"
 #endif
 #include "verb-slice.h"
@@ -60,6 +60,10 @@ const char *arg_bus_address = NULL;
 JsonMode arg_json = JSON_OFF;
 bool arg_legend = true;
 const char *arg_move_to = NULL;
+const char *arg_relay = "unix:/run/tonari-relay/relay.sock";
+bool arg_plain_http = false;
+bool arg_dry_run = false;
+const char *arg_platform = NULL;
 
 int dispatch_subverb(const SubVerb *verbs, size_t n_verbs, const char *expected, int (*default_verb)(int, char **),
                      int argc, char *argv[]) {
@@ -382,9 +386,8 @@ static void help(void) {
                "                         SLICE from now on; prints the proxy ID (root only)\n"
                "  borrow remove-proxy ID Stop charging for a proxy (root only)\n"
                "  borrow proxies         List the proxies and what each has charged\n"
-#if HAVE_RELAY
                "\n"
-               "Image commands (tonari-relay over gRPC, see --relay=):\n"
+               "Image commands (tonari-relay over gRPC, see --relay=; package tonari-relay):\n"
                "  image pull SOURCE [NAME]\n"
                "                         Pull an image into the relay's store once, e.g.\n"
                "                         docker://HOST:PORT/REPO:TAG, oci:/PATH:TAG,\n"
@@ -394,7 +397,6 @@ static void help(void) {
                "  image remove NAME...   Forget images; their unused layers stay until 'image gc'\n"
                "  image gc               Delete what no image uses (--dry-run: only count it)\n"
                "  image toc FILE         Print a layer's table of contents (tonari-toc(5))\n"
-#endif
                "\n"
                "Assignments (systemd.resource-control(5) syntax; an empty value resets):\n"
                "  CPUWeight=1..10000  CPUQuota=N%%  CPUQuotaPeriodSec=TIME  IOWeight=1..10000\n"
@@ -412,7 +414,6 @@ static void help(void) {
                "     --no-legend         Do not print table headers and footers\n"
                "     --move-to=SLICE     With 'slice remove': move the slice's processes to\n"
                "                         SLICE first\n"
-#if HAVE_RELAY
                "     --relay=ADDRESS     The relay for image commands: unix:/PATH or HOST:PORT\n"
                "                         (default: unix:/run/tonari-relay/relay.sock)\n"
                "     --plain-http        With 'image pull': talk HTTP to the registry (the relay\n"
@@ -420,7 +421,6 @@ static void help(void) {
                "     --platform=OS/ARCH[/VARIANT]\n"
                "                         With 'image pull': which image of an index to take\n"
                "     --dry-run           With 'image gc': count, delete nothing\n"
-#endif
                "\n"
                "Exit status: 0 success, 1 failure, 2 invalid usage, 3 tonarid not running,\n"
                "4 access denied, 5 no such slice or image. See the tonarictl(1) man page for details.\n",
@@ -446,12 +446,10 @@ static int parse_argv(int argc, char *argv[]) {
                 { "json", optional_argument, NULL, ARG_JSON },
                 { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
                 { "move-to", required_argument, NULL, ARG_MOVE_TO },
-#if HAVE_RELAY
                 { "relay", required_argument, NULL, ARG_RELAY },
                 { "plain-http", no_argument, NULL, ARG_PLAIN_HTTP },
                 { "platform", required_argument, NULL, ARG_PLATFORM },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
-#endif
                 {},
         };
         int c;
@@ -496,7 +494,6 @@ static int parse_argv(int argc, char *argv[]) {
                         }
                         arg_move_to = optarg;
                         break;
-#if HAVE_RELAY
                 case ARG_RELAY:
                         if (isempty(optarg))
                                 return log_error_errno(EINVAL, "--relay= requires an address.");
@@ -511,7 +508,6 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_DRY_RUN:
                         arg_dry_run = true;
                         break;
-#endif
                 case '?':
                         return -EINVAL;
                 default:
@@ -519,6 +515,25 @@ static int parse_argv(int argc, char *argv[]) {
                 }
         return 1;
 }
+
+#if !TONARICTL_IMAGE
+/*
+ * The image commands talk gRPC, which this tonarictl does not link (hosts without a relay should
+ * not need libgrpc): they are in tonarictl-relay, from the tonari-relay package, which gets the
+ * whole command line. $TONARICTL_RELAY names another one (the tests use the build tree's).
+ */
+static char **saved_argv;
+
+static int verb_image_helper(int argc, char *argv[]) {
+        const char *helper = getenv("TONARICTL_RELAY") ?: TONARICTL_RELAY_PATH;
+
+        execv(helper, saved_argv);
+        if (errno == ENOENT)
+                return log_error_errno(ENOPKG, "'image' commands need the tonari-relay package (%s is missing).",
+                                       helper);
+        return log_error_errno(errno, "Failed to run %s: %m", helper);
+}
+#endif
 
 static const struct {
         const char *name;
@@ -528,8 +543,10 @@ static const struct {
         { "log-level", verb_log_level },
         { "slice", verb_slice },
         { "borrow", verb_borrow },
-#if HAVE_RELAY
+#if TONARICTL_IMAGE
         { "image", verb_image },
+#else
+        { "image", verb_image_helper },
 #endif
 };
 
@@ -537,6 +554,9 @@ int main(int argc, char *argv[]) {
         int r;
 
         log_open();
+#if !TONARICTL_IMAGE
+        saved_argv = argv;
+#endif
 
         r = parse_argv(argc, argv);
         if (r <= 0)

@@ -36,6 +36,11 @@ extern const char *arg_bus_address;
 extern JsonMode arg_json;
 extern bool arg_legend;
 extern const char *arg_move_to; /* 'slice remove' only; main() refuses it elsewhere */
+/* The image commands' options (parsed by every tonarictl, used by tonarictl-relay). */
+extern const char *arg_relay;
+extern bool arg_plain_http;
+extern bool arg_dry_run;
+extern const char *arg_platform;
 
 /* A command of a verb group ("slice create", "borrow list"). */
 typedef struct SubVerb {

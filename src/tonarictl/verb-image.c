@@ -23,11 +23,6 @@
 /* Listing, showing and removing are quick; a relay that does not answer in this time is stuck. */
 #define CALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
 
-const char *arg_relay = "unix:/run/tonari-relay/relay.sock";
-bool arg_plain_http = false;
-bool arg_dry_run = false;
-const char *arg_platform = NULL;
-
 static void free_message(void *p) {
         ProtobufCMessage **m = p;
 

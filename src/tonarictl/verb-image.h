@@ -8,9 +8,3 @@
  * local ToC file (toc). argv[0] is "image". Returns 0 or a negative errno.
  */
 int verb_image(int argc, char *argv[]);
-
-/* --relay=, --plain-http, --dry-run, --platform= */
-extern const char *arg_relay;
-extern bool arg_plain_http;
-extern bool arg_dry_run;
-extern const char *arg_platform;

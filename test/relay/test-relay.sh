@@ -5,7 +5,7 @@
 # unix socket and on TCP, images pulled from a real docker-registry and from an OCI layout,
 # listed, shown, removed, collected; the layer service checked entry by entry against the ToC;
 # restart, a second relay on the same store, concurrent pulls, and the errors users meet.
-# Needs root (make-test-image makes device nodes); env: RELAY TONARICTL LAYERS_CLIENT.
+# Needs root (make-test-image makes device nodes); env: RELAY TONARICTL TONARICTL_RELAY LAYERS_CLIENT.
 set -eux
 set -o pipefail
 
@@ -90,6 +90,9 @@ testcase_layer_service() {
 }
 
 testcase_errors() {
+        # Without tonarictl-relay (the tonari-relay package), the image commands say what is missing.
+        assert_rc 1 env TONARICTL_RELAY=/nonexistent "$TONARICTL" image list
+        assert_match "need the tonari-relay package" "$(TONARICTL_RELAY=/nonexistent "$TONARICTL" image list 2>&1 || true)"
         assert_rc 5 ctl image show nope
         assert_rc 5 ctl image remove nope
         assert_rc 2 ctl image pull "not-a-source"
