@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The image store without the relay, for the shell tests:
- *   imagestore-tool pull STORE SOURCE [NAME] [--plain-http]   prints "layer <diff_id> <toc path>" lines
+ *   imagestore-tool pull STORE SOURCE [NAME] [--plain-http] [--platform=OS/ARCH[/VARIANT]]
+ *                                                             prints "layer <diff_id> <toc path>" lines
  *   imagestore-tool toc FILE                                  the ToC as JSON (toc_dump)
  *   imagestore-tool remove STORE NAME
  *   imagestore-tool gc STORE [--dry-run]                      prints the GcStats
@@ -107,10 +108,29 @@ int main(int argc, char *argv[]) {
                 _cleanup_image_record_ ImageRecord *rec = NULL;
                 PullOptions o = { .source = argv[3] };
 
+                _cleanup_free_ char *platform = NULL;
+                OciPlatform p = {};
+
                 for (int i = 4; i < argc; i++) {
+                        const char *v;
+
                         if (streq(argv[i], "--plain-http"))
                                 o.plain_http = true;
-                        else
+                        else if ((v = startswith(argv[i], "--platform="))) {
+                                /* OS/ARCH[/VARIANT] */
+                                platform = strdup(v);
+                                if (!platform)
+                                        return fail(-ENOMEM, "platform", NULL);
+                                p.os = platform;
+                                p.architecture = strchr(platform, '/');
+                                if (!p.architecture)
+                                        return fail(-EINVAL, "platform", "expected OS/ARCH[/VARIANT]");
+                                *p.architecture++ = 0;
+                                p.variant = strchr(p.architecture, '/');
+                                if (p.variant)
+                                        *p.variant++ = 0;
+                                o.platform = &p;
+                        } else
                                 o.name = argv[i];
                 }
                 r = image_store_pull(is, &o, progress, NULL, &rec, &err);

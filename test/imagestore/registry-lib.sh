@@ -13,7 +13,7 @@ free_port() {
 }
 
 _registry_config() {
-        local dir=$1 port=$2 auth=${3:-}
+        local dir=$1 port=$2 auth=${3:-} tls=${4:-}
 
         cat <<EOT
 version: 0.1
@@ -28,6 +28,7 @@ storage:
     enabled: true
 http:
   addr: 127.0.0.1:$port
+$tls
 $auth
 EOT
 }
@@ -36,7 +37,7 @@ _wait_http() {
         local url=$1 pid=$2 log=$3
         for _ in $(seq 100); do
                 # Any HTTP answer will do: an auth-protected /v2/ says 401.
-                [[ $(curl -s -o /dev/null -w '%{http_code}' "$url") != 000 ]] && return 0
+                [[ $(curl -s -k -o /dev/null -w '%{http_code}' "$url") != 000 ]] && return 0
                 kill -0 "$pid" 2>/dev/null || break
                 sleep 0.1
         done
@@ -44,9 +45,20 @@ _wait_http() {
         return 1
 }
 
-# registry_start [--token] DIR
+# registry_start [--token|--tls] DIR
+# --tls: HTTPS with a certificate for 127.0.0.1 made here, its CA (itself) in REGISTRY_CA.
 registry_start() {
-        local token=0 dir port auth=""
+        local token=0 dir port auth="" tls=""
+        if [[ $1 == --tls ]]; then
+                shift
+                mkdir -p "$1"
+                openssl req -x509 -newkey rsa:2048 -nodes -keyout "$1/tls.key" -out "$1/tls.crt" -days 1 \
+                        -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+                REGISTRY_CA=$1/tls.crt
+                tls="  tls:
+    certificate: $1/tls.crt
+    key: $1/tls.key"
+        fi
         [[ $1 == --token ]] && { token=1; shift; }
         dir=$1
         port=$(free_port)
@@ -74,13 +86,13 @@ registry_start() {
                 _wait_http "http://$PUSH_HOST/v2/" "$PUSH_PID" "$dir/push.log"
         fi
 
-        _registry_config "$dir" "$port" "$auth" >"$dir/config.yml"
+        _registry_config "$dir" "$port" "$auth" "$tls" >"$dir/config.yml"
         docker-registry serve "$dir/config.yml" >>"$dir/registry.log" 2>&1 &
         REGISTRY_PID=$!
         REGISTRY_HOST=127.0.0.1:$port
         REGISTRY_STORAGE=$dir/storage/docker/registry/v2
         PUSH_HOST=${PUSH_HOST:-$REGISTRY_HOST}
-        _wait_http "http://$REGISTRY_HOST/v2/" "$REGISTRY_PID" "$dir/registry.log"
+        _wait_http "http${tls:+s}://$REGISTRY_HOST/v2/" "$REGISTRY_PID" "$dir/registry.log"
 }
 
 registry_stop() {
@@ -88,10 +100,10 @@ registry_stop() {
         for pid in ${REGISTRY_PID:-} ${PUSH_PID:-} ${TOKEN_PID:-}; do
                 kill "$pid" 2>/dev/null && timeout 10 tail --pid="$pid" -f /dev/null || true
         done
-        REGISTRY_PID= PUSH_PID= TOKEN_PID=
+        REGISTRY_PID= PUSH_PID= TOKEN_PID= PUSH_HOST=
 }
 
 # registry_push LAYOUT:TAG REPOSITORY:TAG
 registry_push() {
-        skopeo copy --quiet --dest-tls-verify=false "oci:$1" "docker://$PUSH_HOST/$2"
+        skopeo copy --quiet --dest-tls-verify=false "oci:$1" "docker://${PUSH_HOST:-$REGISTRY_HOST}/$2"
 }

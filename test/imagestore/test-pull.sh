@@ -80,6 +80,61 @@ testcase_layout_and_archives() {
         assert_eq "" "$(ls -A "$WORK/store-docker-archive/tmp")" "leftovers in tmp/"
 }
 
+testcase_zstd_layers() {
+        # The same image with zstd-compressed layers: new blobs, the same diff_ids and content.
+        skopeo copy --quiet --dest-compress --dest-compress-format=zstd "oci:$WORK/layout:test" "oci:$WORK/zstd:test"
+        assert_match "tar\+zstd" "$(cat "$WORK"/zstd/blobs/sha256/* 2>/dev/null | grep -ao 'application/vnd.oci.image.layer.v1.tar+zstd' | head -1)"
+        compare_pull "$WORK/store-zstd" "oci:$WORK/zstd:test"
+}
+
+# An index with the test image for amd64 and a variant of it declared arm64.
+make_index() {
+        python3 - "$WORK/layout" <<'EOF2'
+import hashlib, json, os, sys
+layout = sys.argv[1]
+def blob(digest):
+        return os.path.join(layout, "blobs", "sha256", digest.split(":")[1])
+def put(data, media_type):
+        raw = json.dumps(data, separators=(",", ":")).encode()
+        digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+        open(blob(digest), "wb").write(raw)
+        return {"mediaType": media_type, "digest": digest, "size": len(raw)}
+index = json.load(open(os.path.join(layout, "index.json")))
+test = next(m for m in index["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"] == "test")
+manifest = json.load(open(blob(test["digest"])))
+config = json.load(open(blob(manifest["config"]["digest"])))
+config["architecture"] = "arm64"
+config["variant"] = "v8"
+manifest["config"] = put(config, "application/vnd.oci.image.config.v1+json")
+arm = put(manifest, "application/vnd.oci.image.manifest.v1+json")
+arm["platform"] = {"os": "linux", "architecture": "arm64", "variant": "v8"}
+amd = {k: test[k] for k in ("mediaType", "digest", "size")}
+amd["platform"] = {"os": "linux", "architecture": "amd64"}
+multi = put({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [arm, amd]},
+            "application/vnd.oci.image.index.v1+json")
+multi["annotations"] = {"org.opencontainers.image.ref.name": "multi"}
+index["manifests"].append(multi)
+json.dump(index, open(os.path.join(layout, "index.json"), "w"))
+EOF2
+}
+
+testcase_index_and_platforms() {
+        local store=$WORK/store-index
+        make_index
+        # This host's platform (amd64 here) is taken by default, from a layout and from a registry.
+        compare_pull "$store" "oci:$WORK/layout:multi"
+        registry_start "$WORK/registry-index"
+        skopeo copy --quiet --all --dest-tls-verify=false "oci:$WORK/layout:multi" "docker://$PUSH_HOST/tonari/multi:v1"
+        compare_pull "$store" "docker://$REGISTRY_HOST/tonari/multi:v1" --plain-http
+        registry_stop
+        # No image for s390x: an error that lists what the index has.
+        assert_rc 2 "$TOOL" pull "$store" "oci:$WORK/layout:multi" s390x-name --platform=linux/s390x
+        assert_match "no image for linux/s390x in the index \(it has: linux/arm64/v8, linux/amd64\)" \
+                "$("$TOOL" pull "$store" "oci:$WORK/layout:multi" x --platform=linux/s390x 2>&1 || true)"
+        "$TOOL" pull "$store" "oci:$WORK/layout:multi" arm --platform=linux/arm64 >/dev/null
+        assert_match "^arm$" "$("$TOOL" list "$store" | grep '^arm$')"
+}
+
 testcase_shared_layers_and_gc() {
         local store=$WORK/store-gc objects
         "$TOOL" pull "$store" "oci:$WORK/layout:test" first >/dev/null
@@ -177,7 +232,7 @@ layout_with_layer() {
 
 testcase_hostile_layers() {
         local name
-        for name in traversal absolute-traversal long-name nul-target link-outside; do
+        for name in traversal absolute-traversal long-name nul-target link-outside huge-header; do
                 python3 - "$WORK/$name.tar" "$name" <<'EOF'
 import io, sys, tarfile
 path, kind = sys.argv[1], sys.argv[2]
@@ -199,6 +254,9 @@ elif kind == "nul-target":
 elif kind == "link-outside":
         add("ok")
         add("link", tarfile.LNKTYPE, link="../../etc/passwd")
+elif kind == "huge-header":
+        # A pax header of 16 MiB: a name no file system takes.
+        add("a/" + "x" * (16 << 20))
 t.close()
 EOF
                 layout_with_layer "$WORK/bad-$name" "$WORK/$name.tar"

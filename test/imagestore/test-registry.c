@@ -26,10 +26,14 @@ static const char *env(const char *name) {
         return v;
 }
 
+/* HTTPS with the registry's own certificate as CA when TEST_REGISTRY_CA is set, plain HTTP else. */
 static RegistryClient *client(void) {
+        const char *ca = getenv("TEST_REGISTRY_CA");
         RegistryClient *c = NULL;
 
-        ck_assert_int_eq(registry_client_new(env("TEST_REGISTRY_HOST"), true, &c), 0);
+        ck_assert_int_eq(registry_client_new(env("TEST_REGISTRY_HOST"), !ca, &c), 0);
+        if (ca)
+                ck_assert_int_eq(registry_client_set_ca_file(c, ca), 0);
         return c;
 }
 
@@ -219,6 +223,24 @@ START_TEST(test_token_flow) {
 }
 END_TEST
 
+/* Only over HTTPS: a certificate nobody vouches for is refused, and plain HTTP is not HTTPS. */
+START_TEST(test_tls_verified) {
+        _cleanup_registry_client_ RegistryClient *c = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        if (!getenv("TEST_REGISTRY_CA"))
+                return;
+        ck_assert_int_eq(registry_client_new(env("TEST_REGISTRY_HOST"), false, &c), 0);
+        ck_assert_int_eq(registry_get_manifest(c, env("TEST_REPOSITORY"), env("TEST_TAG"), NULL, NULL, NULL, NULL, &err),
+                         -EPROTO);
+        ck_assert_msg(strstr(err, "certificate"), "%s", err);
+        c = registry_client_free(c);
+        ck_assert_int_eq(registry_client_new(env("TEST_REGISTRY_HOST"), true, &c), 0);
+        ck_assert_int_lt(registry_get_manifest(c, env("TEST_REPOSITORY"), env("TEST_TAG"), NULL, NULL, NULL, NULL, &err),
+                         0);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("registry");
         TCase *tc = tcase_create("core");
@@ -230,6 +252,7 @@ int main(void) {
         tcase_add_test(tc, test_corrupted_blob);
         tcase_add_test(tc, test_unreachable);
         tcase_add_test(tc, test_token_flow);
+        tcase_add_test(tc, test_tls_verified);
         suite_add_tcase(s, tc);
         r = run_suite(s);
         curl_global_cleanup();

@@ -32,3 +32,10 @@ registry_push "$dir/layout:test" private/test:v1
 [[ $(curl -s -o /dev/null -w '%{http_code}' "http://$REGISTRY_HOST/v2/tonari/test/manifests/v1") == 401 ]]
 export TEST_REGISTRY_HOST=$REGISTRY_HOST TEST_REGISTRY_DATA=$REGISTRY_STORAGE TOKEN_REQUESTS=$dir/token/token-requests
 "$1"
+registry_stop
+unset TOKEN_REQUESTS
+
+registry_start --tls "$dir/tls"
+registry_push "$dir/layout:test" tonari/test:v1
+export TEST_REGISTRY_HOST=$REGISTRY_HOST TEST_REGISTRY_DATA=$REGISTRY_STORAGE TEST_REGISTRY_CA=$REGISTRY_CA
+"$1"
