@@ -85,8 +85,21 @@ testcase_layer_service() {
                 toc=$WORK/store/layers/sha256/${hex:0:2}/$hex
                 "$LAYERS_CLIENT" "unix:$WORK/relay.sock" "$diff_id" "$toc"
         done
-        # tonarictl reads the same file.
-        assert_match "/usr/share/doc \(opaque\)" "$(ctl image toc "$toc" || true; for f in "$WORK"/store/layers/sha256/*/*; do ctl image toc "$f"; done)"
+        # tonarictl reads the same files; merged as overlayfs merges them, the layers pulled through
+        # the relay are what umoci unpack makes of the image.
+        assert_match "/usr/share/doc \(opaque\)" "$(for f in "$WORK"/store/layers/sha256/*/*; do ctl image toc "$f"; done)"
+        local n=0 tocs=()
+        for diff_id in $(ctl --json=short image show test | python3 -c 'import json, sys; [print(l["diffID"]) for l in json.load(sys.stdin)["layers"]]'); do
+                hex=${diff_id#sha256:}
+                n=$((n + 1))
+                ctl --json=short image toc "$WORK/store/layers/sha256/${hex:0:2}/$hex" >"$WORK/toc.$n.json"
+                tocs+=("$WORK/toc.$n.json")
+        done
+        umoci unpack --image "$WORK/layout:test" "$WORK/bundle" >/dev/null 2>&1
+        python3 "$here/../imagestore/tree-listing.py" dir "$WORK/bundle/rootfs" >"$WORK/expected.txt"
+        python3 "$here/../imagestore/tree-listing.py" tocs "${tocs[@]}" >"$WORK/relay.txt"
+        diff -u "$WORK/expected.txt" "$WORK/relay.txt"
+        assert_eq "$(wc -l <"$WORK/expected.txt")" "$(wc -l <"$WORK/relay.txt")"
 }
 
 testcase_errors() {
