@@ -24,6 +24,19 @@ static inline void *memdup(const void *p, size_t size) {
         return q;
 }
 
+/* The first size bytes at p as a NUL-terminated string, for data that is not one (a name in a
+ * mapped table, a header line): unlike strndup() it never looks past size for a terminator. */
+static inline char *memdup_suffix0(const void *p, size_t size) {
+        char *q = malloc(size + 1);
+
+        if (!q)
+                return NULL;
+        if (size > 0)
+                memcpy(q, p, size);
+        q[size] = 0;
+        return q;
+}
+
 static inline void *mfree(void *p) {
         free(p);
         return NULL;

@@ -65,7 +65,7 @@ static bool status_ok(long status) {
 static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
         Request *q = userdata;
         size_t len = size * n;
-        _cleanup_free_ char *line = strndup(data, len);
+        _cleanup_free_ char *line = memdup_suffix0(data, len);
         char *value;
 
         if (!line)

@@ -548,7 +548,7 @@ static int dump_json(const Toc *t, FILE *f) {
                         TocXattrView v;
 
                         (void) toc_xattr(t, &e, k, &v);
-                        name = strndup(v.name, v.name_len);
+                        name = memdup_suffix0(v.name, v.name_len);
                         value = hex(v.value, v.size);
                         if (!name || !value)
                                 return -ENOMEM;

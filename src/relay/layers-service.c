@@ -337,7 +337,7 @@ static int handle_readlink(RpcCall *call, const void *data, size_t size, void *u
                 r = -EINVAL;
         }
         if (r >= 0) {
-                target = strndup(e.target, e.target_len);
+                target = memdup_suffix0(e.target, e.target_len);
                 r = target ? 0 : -ENOMEM;
         }
         relay_toc_put(relay, t);
@@ -369,7 +369,7 @@ static int handle_listxattr(RpcCall *call, const void *data, size_t size, void *
                 TocXattrView x;
 
                 (void) toc_xattr(t, &e, k, &x);
-                names[k] = strndup(x.name, x.name_len);
+                names[k] = memdup_suffix0(x.name, x.name_len);
                 m.n_names = k + 1;
                 if (!names[k])
                         r = -ENOMEM;

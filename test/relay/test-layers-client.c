@@ -132,7 +132,7 @@ int main(int argc, char *argv[]) {
 
                 if (i > 0) {
                         Tonari__Layers__V1__LookupRequest lk = TONARI__LAYERS__V1__LOOKUP_REQUEST__INIT;
-                        _cleanup_free_ char *name = strndup(e.name, e.name_len);
+                        _cleanup_free_ char *name = memdup_suffix0(e.name, e.name_len);
 
                         lk.layer = layer;
                         lk.parent = e.parent;
