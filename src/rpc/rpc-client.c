@@ -75,8 +75,8 @@ static grpc_call *create_call(RpcChannel *c, const char *method, grpc_completion
         grpc_slice m = grpc_slice_from_copied_string(method);
         grpc_call *call;
 
-        call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m, NULL, rpc_deadline(timeout),
-                                        NULL);
+        call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m, NULL,
+                                        rpc_deadline(timeout), NULL);
         grpc_slice_unref(m);
         return call;
 }
@@ -100,8 +100,8 @@ static int status_result(grpc_status_code status, grpc_slice details, char **ret
         return r;
 }
 
-int rpc_unary(RpcChannel *c, const char *method, const void *request, size_t size, usec_t timeout, void **ret_reply,
-              size_t *ret_size, char **ret_error) {
+int rpc_unary(RpcChannel *c, const char *method, const void *request, size_t size, usec_t timeout,
+              void **ret_reply, size_t *ret_size, char **ret_error) {
         grpc_metadata_array initial, trailing;
         grpc_byte_buffer *req = NULL, *reply = NULL;
         grpc_status_code status = GRPC_STATUS_UNKNOWN;
@@ -248,18 +248,21 @@ int rpc_stream_open(RpcChannel *c, const char *method, const void *request, size
         return 0;
 }
 
+static int cancelled(char **ret_error) {
+        if (ret_error) {
+                free(*ret_error);
+                *ret_error = strdup("cancelled by the client");
+        }
+        return -ECANCELED;
+}
+
 int rpc_stream_next(RpcStream *s, void **ret_message, size_t *ret_size, char **ret_error) {
         grpc_byte_buffer *bb = NULL;
         grpc_op op = { .op = GRPC_OP_RECV_MESSAGE };
         int r;
 
-        if (atomic_load(&s->cancelled)) {
-                if (ret_error) {
-                        free(*ret_error);
-                        *ret_error = strdup("cancelled by the client");
-                }
-                return -ECANCELED;
-        }
+        if (atomic_load(&s->cancelled))
+                return cancelled(ret_error);
         if (!s->ended) {
                 op.data.recv_message.recv_message = &bb;
                 if (grpc_call_start_batch(s->call, &op, 1, TAG(TAG_BATCH), NULL) != GRPC_CALL_OK)
@@ -278,7 +281,7 @@ int rpc_stream_next(RpcStream *s, void **ret_message, size_t *ret_size, char **r
                 s->status_received = true;
         }
         if (atomic_load(&s->cancelled))
-                return -ECANCELED;
+                return cancelled(ret_error);
         return status_result(s->status, s->details, ret_error);
 }
 

@@ -4,16 +4,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <grpc/support/log.h>
+
 #include "alloc-util.h"
+#include "log.h"
 #include "rpc-internal.h"
+#include "string-util.h"
 
 static pthread_mutex_t grpc_users_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned grpc_users;
 
+/* gRPC prints its errors to stderr itself, including ones this layer returns to its caller as an
+ * errno (a port in use, a peer that went away). The caller decides what is worth a message; gRPC's
+ * own lines are kept for debugging, except the one it writes just before it aborts. */
+static void log_grpc(gpr_log_func_args *a) {
+        int level = startswith(a->message, "assertion failed") ? LOG_CRIT : LOG_DEBUG;
+
+        log_full(level, "gRPC %s:%d: %s", a->file, a->line, a->message);
+}
+
 void rpc_grpc_ref(void) {
         pthread_mutex_lock(&grpc_users_lock);
-        if (grpc_users++ == 0)
+        if (grpc_users++ == 0) {
+                gpr_set_log_function(log_grpc);
                 grpc_init();
+        }
         pthread_mutex_unlock(&grpc_users_lock);
 }
 
@@ -33,7 +48,8 @@ uint64_t rpc_options_max_message(const RpcOptions *o) {
 void rpc_args_init(RpcArgs *a, const RpcOptions *o) {
         int max = (int) MIN(rpc_options_max_message(o), (uint64_t) INT32_MAX);
 
-        a->args[0] = (grpc_arg) { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+        a->args[0] = (grpc_arg) { .type = GRPC_ARG_INTEGER,
+                                  .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                                   .value.integer = max };
         a->args[1] = (grpc_arg) { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
                                   .value.integer = max };
@@ -49,19 +65,26 @@ static void free_copy(void *p) {
 }
 
 grpc_byte_buffer *rpc_buffer_new(const void *data, size_t size) {
-        grpc_byte_buffer *bb;
-        grpc_slice slice;
-        void *copy;
+        void *copy = NULL;
 
-        if (size == 0)
-                slice = grpc_empty_slice();
-        else {
+        if (size > 0) {
                 copy = memdup(data, size);
                 if (!copy)
                         return NULL;
-                /* The slice takes the copy: no second copy inside gRPC. */
-                slice = grpc_slice_new(copy, size, free_copy);
         }
+        return rpc_buffer_take(copy, size);
+}
+
+grpc_byte_buffer *rpc_buffer_take(void *data, size_t size) {
+        grpc_byte_buffer *bb;
+        grpc_slice slice;
+
+        if (size == 0) {
+                free(data);
+                slice = grpc_empty_slice();
+        } else
+                /* The slice owns data from here on, and frees it when gRPC is done with it. */
+                slice = grpc_slice_new(data, size, free_copy);
         bb = grpc_raw_byte_buffer_create(&slice, 1);
         grpc_slice_unref(slice);
         return bb;
@@ -69,33 +92,46 @@ grpc_byte_buffer *rpc_buffer_new(const void *data, size_t size) {
 
 int rpc_buffer_read(grpc_byte_buffer *bb, void **ret, size_t *ret_size) {
         grpc_byte_buffer_reader reader;
-        grpc_slice all;
+        grpc_slice slice;
+        size_t n, at = 0;
         uint8_t *buf;
-        size_t n;
 
         if (!grpc_byte_buffer_reader_init(&reader, bb))
                 return -EBADMSG;
-        all = grpc_byte_buffer_reader_readall(&reader);
-        grpc_byte_buffer_reader_destroy(&reader);
-        n = GRPC_SLICE_LENGTH(all);
+        /* Slice by slice into one buffer: a single copy of what came off the wire (readall()
+         * would make a second). */
+        n = grpc_byte_buffer_length(reader.buffer_out);
         buf = malloc(n + 1);
         if (!buf) {
-                grpc_slice_unref(all);
+                grpc_byte_buffer_reader_destroy(&reader);
                 return -ENOMEM;
         }
-        if (n > 0)
-                memcpy(buf, GRPC_SLICE_START_PTR(all), n);
-        buf[n] = 0;
-        grpc_slice_unref(all);
+        while (grpc_byte_buffer_reader_next(&reader, &slice)) {
+                size_t k = GRPC_SLICE_LENGTH(slice);
+
+                if (k > n - at) {
+                        grpc_slice_unref(slice);
+                        grpc_byte_buffer_reader_destroy(&reader);
+                        free(buf);
+                        return -EBADMSG;
+                }
+                if (k > 0)
+                        memcpy(buf + at, GRPC_SLICE_START_PTR(slice), k);
+                at += k;
+                grpc_slice_unref(slice);
+        }
+        grpc_byte_buffer_reader_destroy(&reader);
+        buf[at] = 0;
         *ret = buf;
-        *ret_size = n;
+        *ret_size = at;
         return 0;
 }
 
 gpr_timespec rpc_deadline(usec_t timeout) {
         if (timeout == USEC_INFINITY || timeout > (usec_t) INT64_MAX)
                 return gpr_inf_future(GPR_CLOCK_MONOTONIC);
-        return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_micros((int64_t) timeout, GPR_TIMESPAN));
+        return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                            gpr_time_from_micros((int64_t) timeout, GPR_TIMESPAN));
 }
 
 char *rpc_slice_to_string(grpc_slice s) {

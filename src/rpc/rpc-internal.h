@@ -26,8 +26,15 @@ uint64_t rpc_options_max_message(const RpcOptions *o);
 
 /* A byte buffer holding a copy of data; NULL on allocation failure. */
 grpc_byte_buffer *rpc_buffer_new(const void *data, size_t size);
+/* A byte buffer around data (malloc'ed), which it takes in every case; NULL on allocation failure. */
+grpc_byte_buffer *rpc_buffer_take(void *data, size_t size);
 /* The bytes of a byte buffer, malloc'ed and NUL-terminated beyond size. */
 int rpc_buffer_read(grpc_byte_buffer *bb, void **ret, size_t *ret_size);
+
+/* rpc_call_reply() and rpc_call_send() for a buffer (malloc'ed) that they take in every case, so
+ * that a message packed for sending is not copied once more. */
+int rpc_call_reply_take(RpcCall *c, void *data, size_t size);
+int rpc_call_send_take(RpcCall *c, void *data, size_t size);
 
 /* Relative timeout → absolute deadline; USEC_INFINITY → none. */
 gpr_timespec rpc_deadline(usec_t timeout);

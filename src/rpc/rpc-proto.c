@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "alloc-util.h"
+#include "rpc-internal.h"
 #include "rpc-proto.h"
 
 static int pack(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_size) {
@@ -21,7 +22,8 @@ static int pack(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_size) {
         return 0;
 }
 
-int rpc_proto_unpack(const ProtobufCMessageDescriptor *d, const void *data, size_t size, ProtobufCMessage **ret) {
+int rpc_proto_unpack(const ProtobufCMessageDescriptor *d, const void *data, size_t size,
+                     ProtobufCMessage **ret) {
         ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, size, data);
 
         if (!m)
@@ -31,25 +33,27 @@ int rpc_proto_unpack(const ProtobufCMessageDescriptor *d, const void *data, size
 }
 
 int rpc_call_reply_proto(RpcCall *c, const ProtobufCMessage *m) {
-        _cleanup_free_ uint8_t *buf = NULL;
+        uint8_t *buf;
         size_t n;
         int r;
 
         r = pack(m, &buf, &n);
-        return r < 0 ? r : rpc_call_reply(c, buf, n);
+        return r < 0 ? r : rpc_call_reply_take(c, buf, n);
 }
 
 int rpc_call_send_proto(RpcCall *c, const ProtobufCMessage *m) {
-        _cleanup_free_ uint8_t *buf = NULL;
+        uint8_t *buf;
         size_t n;
         int r;
 
+        /* A piece of a layer is packed once and handed to gRPC as it is. */
         r = pack(m, &buf, &n);
-        return r < 0 ? r : rpc_call_send(c, buf, n);
+        return r < 0 ? r : rpc_call_send_take(c, buf, n);
 }
 
 int rpc_unary_proto(RpcChannel *c, const char *method, const ProtobufCMessage *request,
-                    const ProtobufCMessageDescriptor *reply, usec_t timeout, ProtobufCMessage **ret, char **ret_error) {
+                    const ProtobufCMessageDescriptor *reply, usec_t timeout, ProtobufCMessage **ret,
+                    char **ret_error) {
         _cleanup_free_ uint8_t *buf = NULL;
         _cleanup_free_ void *answer = NULL;
         size_t n, answer_size;
@@ -74,7 +78,8 @@ int rpc_stream_open_proto(RpcChannel *c, const char *method, const ProtobufCMess
         return r < 0 ? r : rpc_stream_open(c, method, buf, n, timeout, ret);
 }
 
-int rpc_stream_next_proto(RpcStream *s, const ProtobufCMessageDescriptor *d, ProtobufCMessage **ret, char **ret_error) {
+int rpc_stream_next_proto(RpcStream *s, const ProtobufCMessageDescriptor *d, ProtobufCMessage **ret,
+                          char **ret_error) {
         _cleanup_free_ void *data = NULL;
         size_t size;
         int r;

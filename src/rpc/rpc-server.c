@@ -63,11 +63,15 @@ struct RpcServer {
         unsigned threads;
         pthread_t acceptor;
         pthread_t *workers;
-        bool started, shutdown_started, stopped;
+        unsigned n_workers;  /* running; fewer than threads if rpc_server_start() failed */
+        bool acceptor_running;
+        bool started, shutdown_started, stopped, cq_shut;
 
         pthread_mutex_t lock;
         pthread_cond_t changed;
-        Request *queue_head, *queue_tail;
+        Request *queue_head, *queue_tail;       /* for the pool */
+        Request *blocking_head, *blocking_tail; /* for a blocking thread, once one is free */
+        unsigned blocking_threads, max_blocking_threads;
         unsigned active; /* calls dispatched and not yet finished */
         bool shutdown_notified;
         bool workers_stop;
@@ -105,18 +109,21 @@ int rpc_server_new(const RpcOptions *o, RpcServer **ret) {
         }
         grpc_server_register_completion_queue(s->server, s->cq, NULL);
         s->threads = o && o->threads > 0 ? o->threads : RPC_THREADS_DEFAULT;
+        s->max_blocking_threads = o && o->max_blocking_threads > 0 ? o->max_blocking_threads
+                                                                   : RPC_BLOCKING_THREADS_DEFAULT;
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->changed, NULL);
         *ret = s;
         return 0;
 }
 
-int rpc_server_add_method(RpcServer *s, const char *path, RpcMethodKind kind, unsigned flags, rpc_handler_t handler,
-                          void *userdata) {
+int rpc_server_add_method(RpcServer *s, const char *path, RpcMethodKind kind, unsigned flags,
+                          rpc_handler_t handler, void *userdata) {
         _cleanup_free_ Method *m = NULL;
         Method **a;
 
-        if (s->started || !path || path[0] != '/' || !strchr(path + 1, '/') || !handler)
+        if (s->started || !path || path[0] != '/' || !strchr(path + 1, '/') || !handler ||
+            (kind != RPC_UNARY && kind != RPC_SERVER_STREAM))
                 return -EINVAL;
         for (size_t i = 0; i < s->n_methods; i++)
                 if (streq(s->methods[i]->path, path))
@@ -129,7 +136,8 @@ int rpc_server_add_method(RpcServer *s, const char *path, RpcMethodKind kind, un
         if (!m->path)
                 return -ENOMEM;
         /* The request is in the notification: a handler always has it in hand. */
-        m->tag = grpc_server_register_method(s->server, m->path, NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+        m->tag = grpc_server_register_method(s->server, m->path, NULL,
+                                             GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
         if (!m->tag) {
                 free(m->path);
                 return -EINVAL;
@@ -162,6 +170,8 @@ static int unix_socket_alive(const char *path) {
 
 int rpc_server_listen(RpcServer *s, const char *address, unsigned unix_mode, int *ret_port) {
         grpc_server_credentials *creds;
+        _cleanup_free_ char *copy = NULL;
+        mode_t mask = 0;
         const char *path;
         struct stat st;
         int port, r;
@@ -187,20 +197,40 @@ int rpc_server_listen(RpcServer *s, const char *address, unsigned unix_mode, int
                         return -errno;
         }
 
+        if (path) {
+                _cleanup_free_ char *dir = strdup(path);
+
+                if (!dir)
+                        return -ENOMEM;
+                /* gRPC would only say that it failed; a missing directory is worth its own errno. */
+                *(strrchr(dir, '/') + 1) = 0;
+                if (stat(dir, &st) < 0)
+                        return -errno;
+                if (!S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+                copy = strdup(path);
+                if (!copy)
+                        return -ENOMEM;
+                /* Born with its mode, so that nobody connects in the moment before chmod(). The
+                 * umask is the process's: listening happens while a daemon sets up, before the
+                 * threads that create files start. */
+                mask = umask(~unix_mode & 0777);
+        }
         creds = grpc_insecure_server_credentials_create();
         port = grpc_server_add_http2_port(s->server, address, creds);
         grpc_server_credentials_release(creds);
+        if (path)
+                (void) umask(mask);
         /* gRPC does not say why; with SO_REUSEPORT off, a port in use is the usual reason. */
         if (port <= 0)
                 return path ? -EADDRNOTAVAIL : -EADDRINUSE;
 
         if (path) {
-                if (chmod(path, unix_mode & 07777) < 0)
+                /* Removed by rpc_server_free() from now on, whatever happens next. */
+                s->unix_paths[s->n_unix_paths++] = TAKE_PTR(copy);
+                /* The umask cannot add bits; chmod() makes the mode exact. */
+                if (chmod(path, unix_mode & 0777) < 0)
                         return -errno;
-                s->unix_paths[s->n_unix_paths] = strdup(path);
-                if (!s->unix_paths[s->n_unix_paths])
-                        return -ENOMEM;
-                s->n_unix_paths++;
         }
         if (ret_port)
                 *ret_port = path ? 0 : port;
@@ -239,10 +269,11 @@ static int request_arm(RpcServer *s, Method *m) {
                 return -ENOMEM;
         }
         if (m)
-                e = grpc_server_request_registered_call(s->server, m->tag, &r->call, &r->deadline, &r->metadata,
-                                                        &r->payload, r->cq, s->cq, r);
+                e = grpc_server_request_registered_call(s->server, m->tag, &r->call, &r->deadline,
+                                                        &r->metadata, &r->payload, r->cq, s->cq, r);
         else
-                e = grpc_server_request_call(s->server, &r->call, &r->details, &r->metadata, r->cq, s->cq, r);
+                e = grpc_server_request_call(s->server, &r->call, &r->details, &r->metadata, r->cq, s->cq,
+                                             r);
         if (e != GRPC_CALL_OK) {
                 request_free(r);
                 return -EIO;
@@ -258,16 +289,31 @@ static bool call_batch(RpcCall *c, const grpc_op *ops, size_t n) {
         return rpc_pluck(c->request->cq, TAG(TAG_BATCH));
 }
 
-int rpc_call_reply(RpcCall *c, const void *data, size_t size) {
-        if (!c->request->method || c->request->method->kind != RPC_UNARY)
+int rpc_call_reply_take(RpcCall *c, void *data, size_t size) {
+        if (!c->request->method || c->request->method->kind != RPC_UNARY) {
+                free(data);
                 return -EINVAL;
-        if (c->replied)
+        }
+        if (c->replied) {
+                free(data);
                 return -EBUSY;
-        c->reply = rpc_buffer_new(data, size);
+        }
+        c->reply = rpc_buffer_take(data, size);
         if (!c->reply)
                 return -ENOMEM;
         c->replied = true;
         return 0;
+}
+
+int rpc_call_reply(RpcCall *c, const void *data, size_t size) {
+        void *copy = NULL;
+
+        if (size > 0) {
+                copy = memdup(data, size);
+                if (!copy)
+                        return -ENOMEM;
+        }
+        return rpc_call_reply_take(c, copy, size);
 }
 
 void rpc_call_set_error(RpcCall *c, const char *format, ...) {
@@ -294,27 +340,43 @@ static void start_close(RpcCall *c) {
                 c->close_received = true; /* nothing to wait for */
 }
 
-int rpc_call_send(RpcCall *c, const void *data, size_t size) {
+int rpc_call_send_take(RpcCall *c, void *data, size_t size) {
         grpc_op ops[2] = {};
         grpc_byte_buffer *bb;
         size_t n = 0;
         bool ok;
 
-        if (!c->request->method || c->request->method->kind != RPC_SERVER_STREAM)
+        if (!c->request->method || c->request->method->kind != RPC_SERVER_STREAM) {
+                free(data);
                 return -EINVAL;
+        }
+        bb = rpc_buffer_take(data, size);
+        if (!bb)
+                return -ENOMEM;
         start_close(c);
         if (!c->metadata_sent) {
                 ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
                 c->metadata_sent = true;
         }
-        bb = rpc_buffer_new(data, size);
-        if (!bb)
-                return -ENOMEM;
         ops[n].op = GRPC_OP_SEND_MESSAGE;
         ops[n++].data.send_message.send_message = bb;
+        /* Completes when the transport took the message, within the peer's flow-control window;
+         * fails when the call is over: cancelled by the client, past its deadline, or cancelled
+         * by rpc_server_shutdown(). */
         ok = call_batch(c, ops, n);
         grpc_byte_buffer_destroy(bb);
         return ok ? 0 : -ECANCELED;
+}
+
+int rpc_call_send(RpcCall *c, const void *data, size_t size) {
+        void *copy = NULL;
+
+        if (size > 0) {
+                copy = memdup(data, size);
+                if (!copy)
+                        return -ENOMEM;
+        }
+        return rpc_call_send_take(c, copy, size);
 }
 
 bool rpc_call_cancelled(RpcCall *c) {
@@ -323,7 +385,8 @@ bool rpc_call_cancelled(RpcCall *c) {
         if (c->close_received)
                 return c->cancelled;
         start_close(c);
-        ev = grpc_completion_queue_pluck(c->request->cq, TAG(TAG_CLOSE), gpr_time_0(GPR_CLOCK_REALTIME), NULL);
+        ev = grpc_completion_queue_pluck(c->request->cq, TAG(TAG_CLOSE), gpr_time_0(GPR_CLOCK_REALTIME),
+                                         NULL);
         if (ev.type == GRPC_OP_COMPLETE) {
                 c->close_received = true;
                 if (!ev.success)
@@ -408,13 +471,47 @@ static void call_done(RpcServer *s, Request *req) {
         pthread_mutex_unlock(&s->lock);
 }
 
-static void *own_thread(void *userdata) {
+static void enqueue(Request **head, Request **tail, Request *req) {
+        req->next = NULL;
+        if (*tail)
+                (*tail)->next = req;
+        else
+                *head = req;
+        *tail = req;
+}
+
+static Request *dequeue(Request **head, Request **tail) {
+        Request *req = *head;
+
+        if (req) {
+                *head = req->next;
+                if (!*head)
+                        *tail = NULL;
+        }
+        return req;
+}
+
+/* Runs blocking calls while there are any waiting, then ends: threads exist while there is work,
+ * and a busy server does not pay for a thread per call. */
+static void *blocking_thread(void *userdata) {
         Request *req = userdata;
         RpcServer *s = req->server;
 
-        run_call(req);
-        call_done(s, req);
-        return NULL;
+        for (;;) {
+                run_call(req);
+                request_free(req);
+
+                pthread_mutex_lock(&s->lock);
+                s->active--;
+                req = dequeue(&s->blocking_head, &s->blocking_tail);
+                if (!req)
+                        s->blocking_threads--;
+                pthread_cond_broadcast(&s->changed);
+                pthread_mutex_unlock(&s->lock);
+                /* Not a word about s after this: rpc_server_shutdown() may be freeing it. */
+                if (!req)
+                        return NULL;
+        }
 }
 
 static void *worker(void *userdata) {
@@ -426,12 +523,7 @@ static void *worker(void *userdata) {
                 pthread_mutex_lock(&s->lock);
                 while (!s->queue_head && !s->workers_stop)
                         pthread_cond_wait(&s->changed, &s->lock);
-                req = s->queue_head;
-                if (req) {
-                        s->queue_head = req->next;
-                        if (!s->queue_head)
-                                s->queue_tail = NULL;
-                }
+                req = dequeue(&s->queue_head, &s->queue_tail);
                 pthread_mutex_unlock(&s->lock);
                 if (!req)
                         return NULL;
@@ -443,27 +535,38 @@ static void *worker(void *userdata) {
 static void dispatch(RpcServer *s, Request *req) {
         pthread_attr_t attr;
         pthread_t t;
+        int r;
 
         pthread_mutex_lock(&s->lock);
         s->active++;
         if (req->method && (req->method->flags & RPC_METHOD_BLOCKING)) {
-                pthread_mutex_unlock(&s->lock);
-                pthread_attr_init(&attr);
-                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-                if (pthread_create(&t, &attr, own_thread, req) == 0) {
-                        pthread_attr_destroy(&attr);
+                if (s->blocking_threads >= s->max_blocking_threads) {
+                        /* Waits for a blocking thread, never for the pool. */
+                        enqueue(&s->blocking_head, &s->blocking_tail, req);
+                        pthread_mutex_unlock(&s->lock);
                         return;
                 }
+                s->blocking_threads++;
+                pthread_mutex_unlock(&s->lock);
+
+                pthread_attr_init(&attr);
+                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                r = pthread_create(&t, &attr, blocking_thread, req);
                 pthread_attr_destroy(&attr);
-                /* No thread to be had: the pool takes it, later rather than never. */
+                if (r == 0)
+                        return;
+
                 pthread_mutex_lock(&s->lock);
+                s->blocking_threads--;
+                if (s->blocking_threads > 0) {
+                        /* One of those takes it when its call is done. */
+                        enqueue(&s->blocking_head, &s->blocking_tail, req);
+                        pthread_mutex_unlock(&s->lock);
+                        return;
+                }
+                /* No thread to be had at all: the pool takes it, later rather than never. */
         }
-        req->next = NULL;
-        if (s->queue_tail)
-                s->queue_tail->next = req;
-        else
-                s->queue_head = req;
-        s->queue_tail = req;
+        enqueue(&s->queue_head, &s->queue_tail, req);
         pthread_cond_broadcast(&s->changed);
         pthread_mutex_unlock(&s->lock);
 }
@@ -511,6 +614,7 @@ int rpc_server_start(RpcServer *s) {
         grpc_server_start(s->server);
         s->started = true;
 
+        /* On failure, whatever was set up is taken down by rpc_server_free(). */
         for (size_t i = 0; i < s->n_methods; i++)
                 for (unsigned k = 0; k < REQUESTS_PER_METHOD; k++) {
                         r = request_arm(s, s->methods[i]);
@@ -524,40 +628,43 @@ int rpc_server_start(RpcServer *s) {
         s->workers = new0(pthread_t, s->threads);
         if (!s->workers)
                 return -ENOMEM;
-        for (unsigned i = 0; i < s->threads; i++) {
-                r = -pthread_create(&s->workers[i], NULL, worker, s);
-                if (r < 0) {
-                        s->threads = i;
+        for (; s->n_workers < s->threads; s->n_workers++) {
+                r = -pthread_create(&s->workers[s->n_workers], NULL, worker, s);
+                if (r < 0)
                         return r;
-                }
         }
         r = -pthread_create(&s->acceptor, NULL, acceptor, s);
         if (r < 0)
                 return r;
+        s->acceptor_running = true;
         return 0;
 }
 
-void rpc_server_shutdown(RpcServer *s, usec_t grace) {
+/* Without the acceptor: takes the events off the notification queue, up to the shutdown
+ * notification or (queue_end) up to the queue's end. No call was dispatched, so every request here
+ * is either withdrawn or a call nobody serves; freeing it cancels the call. */
+static void drain(RpcServer *s, bool queue_end) {
+        for (;;) {
+                grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+
+                if (ev.type == GRPC_QUEUE_SHUTDOWN)
+                        return;
+                if (ev.type != GRPC_OP_COMPLETE)
+                        continue;
+                if (ev.tag == &shutdown_tag) {
+                        s->shutdown_notified = true;
+                        if (!queue_end)
+                                return;
+                        continue;
+                }
+                request_free(ev.tag);
+        }
+}
+
+/* Until all dispatched calls are finished; after grace, cancels them. */
+static void wait_for_calls(RpcServer *s, usec_t grace) {
         struct timespec until;
         bool timed_out = false;
-
-        if (s->stopped)
-                return;
-        if (!s->started) {
-                /* Never started: gRPC still wants a shutdown before destroy. */
-                grpc_server_shutdown_and_notify(s->server, s->cq, &shutdown_tag);
-                grpc_server_cancel_all_calls(s->server);
-                while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).tag !=
-                       &shutdown_tag)
-                        ;
-                s->stopped = true;
-                return;
-        }
-
-        pthread_mutex_lock(&s->lock);
-        s->shutdown_started = true;
-        pthread_mutex_unlock(&s->lock);
-        grpc_server_shutdown_and_notify(s->server, s->cq, &shutdown_tag);
 
         clock_gettime(CLOCK_REALTIME, &until);
         if (grace != USEC_INFINITY) {
@@ -574,7 +681,8 @@ void rpc_server_shutdown(RpcServer *s, usec_t grace) {
                     pthread_cond_timedwait(&s->changed, &s->lock, &until) == ETIMEDOUT) {
                         timed_out = true;
                         pthread_mutex_unlock(&s->lock);
-                        /* Their sends fail now; handlers return. */
+                        /* Their sends fail now; handlers that send, or look at
+                         * rpc_call_cancelled(), return. */
                         grpc_server_cancel_all_calls(s->server);
                         pthread_mutex_lock(&s->lock);
                         continue;
@@ -582,14 +690,39 @@ void rpc_server_shutdown(RpcServer *s, usec_t grace) {
                 if (timed_out || grace == USEC_INFINITY)
                         pthread_cond_wait(&s->changed, &s->lock);
         }
+        pthread_mutex_unlock(&s->lock);
+}
+
+void rpc_server_shutdown(RpcServer *s, usec_t grace) {
+        if (s->stopped)
+                return;
+
+        pthread_mutex_lock(&s->lock);
+        s->shutdown_started = true;
+        pthread_mutex_unlock(&s->lock);
+        grpc_server_shutdown_and_notify(s->server, s->cq, &shutdown_tag);
+
+        if (s->acceptor_running)
+                wait_for_calls(s, grace);
+        else {
+                /* Never started, or rpc_server_start() failed half way: nothing was dispatched. */
+                grpc_server_cancel_all_calls(s->server);
+                drain(s, false);
+        }
+
+        pthread_mutex_lock(&s->lock);
         s->workers_stop = true;
         pthread_cond_broadcast(&s->changed);
         pthread_mutex_unlock(&s->lock);
-
-        for (unsigned i = 0; i < s->threads; i++)
+        for (unsigned i = 0; i < s->n_workers; i++)
                 pthread_join(s->workers[i], NULL);
-        grpc_completion_queue_shutdown(s->cq);
-        pthread_join(s->acceptor, NULL);
+
+        if (s->acceptor_running) {
+                /* The acceptor frees what is left on the queue and returns at its end. */
+                grpc_completion_queue_shutdown(s->cq);
+                s->cq_shut = true;
+                pthread_join(s->acceptor, NULL);
+        }
         s->stopped = true;
 }
 
@@ -598,11 +731,10 @@ RpcServer *rpc_server_free(RpcServer *s) {
                 return NULL;
         rpc_server_shutdown(s, 0);
         grpc_server_destroy(s->server);
-        if (!s->started)
+        if (!s->cq_shut) {
                 grpc_completion_queue_shutdown(s->cq);
-        /* Drain whatever is left before destroying the queue. */
-        while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
-                ;
+                drain(s, true);
+        }
         grpc_completion_queue_destroy(s->cq);
         for (size_t i = 0; i < s->n_methods; i++) {
                 free(s->methods[i]->path);

@@ -11,9 +11,12 @@
  * at the client as -ENOENT with that message.
  *
  * Threads: gRPC runs its own. Calls to methods added with RPC_METHOD_BLOCKING (a pull that takes
- * minutes, a stream of file content) run each on a thread of its own; all others on a pool of
- * RpcOptions.threads threads, so that a slow call never delays a lookup. Handlers may run
- * concurrently with each other and must be thread-safe.
+ * minutes, a stream of file content) run each on a thread of its own, up to
+ * RpcOptions.max_blocking_threads; such a thread takes the next waiting blocking call when its own
+ * is done, and ends when none waits. All other calls run on a pool of RpcOptions.threads threads,
+ * so that a slow call never delays a lookup. A non-blocking handler must therefore be quick: while
+ * all pool threads are busy, further calls to such methods wait. Handlers may run concurrently with
+ * each other and must be thread-safe.
  *
  * gRPC starts threads at the first server or channel: a daemon must fork (or daemonize) before.
  */
@@ -26,14 +29,22 @@
 #include "rpc-status.h"
 #include "time-util.h"
 
-/* Large enough for the biggest message tonari sends (1 MiB pieces, lists of images); gRPC's
- * default receive limit (4 MiB) would refuse an image list of a large store. */
+/* Bytes, sent and received, on both sides. Large enough for the biggest message tonari sends (1 MiB
+ * pieces, lists of images); gRPC's default receive limit (4 MiB) would refuse an image list of a
+ * large store. Small enough that one call cannot make a peer allocate without bound. A message over
+ * the limit fails the call with RESOURCE_EXHAUSTED, i.e. -EMSGSIZE. */
 #define RPC_MAX_MESSAGE_DEFAULT (16U * 1024U * 1024U)
+/* Threads of the server's pool for quick calls: as many as the cores of a small storage node, since
+ * such a handler computes rather than waits. */
 #define RPC_THREADS_DEFAULT 4U
+/* Threads for calls to blocking methods at most: each waits on a disk or a registry, and 256 of
+ * those keep any disk's queue full. A call beyond waits until one of them is free. */
+#define RPC_BLOCKING_THREADS_DEFAULT 256U
 
 typedef struct RpcOptions {
-        uint64_t max_message_bytes; /* sent and received; 0: RPC_MAX_MESSAGE_DEFAULT */
-        unsigned threads;           /* server pool; 0: RPC_THREADS_DEFAULT */
+        uint64_t max_message_bytes;    /* sent and received; 0: RPC_MAX_MESSAGE_DEFAULT */
+        unsigned threads;              /* server pool; 0: RPC_THREADS_DEFAULT */
+        unsigned max_blocking_threads; /* server; 0: RPC_BLOCKING_THREADS_DEFAULT */
 } RpcOptions;
 
 /* Server */
@@ -58,13 +69,14 @@ typedef int (*rpc_handler_t)(RpcCall *call, const void *request, size_t size, vo
 
 int rpc_server_new(const RpcOptions *o, RpcServer **ret);
 /* path: "/package.Service/Method". Before rpc_server_start(). */
-int rpc_server_add_method(RpcServer *s, const char *path, RpcMethodKind kind, unsigned flags, rpc_handler_t handler,
-                          void *userdata);
+int rpc_server_add_method(RpcServer *s, const char *path, RpcMethodKind kind, unsigned flags,
+                          rpc_handler_t handler, void *userdata);
 /*
  * Before rpc_server_start(). "unix:/path": a stale socket at path is replaced, a live one (some
- * process accepts on it) is -EADDRINUSE, so is anything else there; unix_mode is applied to the
- * socket. "host:port": port 0 picks a free port, returned in *ret_port; a port in use is
- * -EADDRINUSE (ports are never shared with another server).
+ * process accepts on it) is -EADDRINUSE, so is anything else there; a missing directory is
+ * -ENOENT. The socket is created with unix_mode (the umask is changed for that moment) and removed
+ * by rpc_server_free(). "host:port": port 0 picks a free port, returned in *ret_port; a port in use
+ * is -EADDRINUSE (ports are never shared with another server).
  */
 int rpc_server_listen(RpcServer *s, const char *address, unsigned unix_mode, int *ret_port);
 int rpc_server_start(RpcServer *s);
@@ -80,7 +92,8 @@ static inline void rpc_server_freep(RpcServer **s) {
 }
 #define _cleanup_rpc_server_ _cleanup_(rpc_server_freep)
 
-/* The reply of a unary call (copied). Once; -EBUSY after that, -EINVAL in a streaming call. */
+/* The reply of a unary call (copied), sent when the handler returns 0. Once; -EBUSY after that,
+ * -EINVAL in a streaming call. */
 int rpc_call_reply(RpcCall *c, const void *data, size_t size);
 /* One message of a stream. Blocks while the client does not read (flow control); -ECANCELED when
  * the client went away, cancelled, or the deadline passed: the handler should return then. */
@@ -106,12 +119,14 @@ static inline void rpc_channel_freep(RpcChannel **c) {
 /*
  * A unary call; timeout is relative (USEC_INFINITY: none). On success the reply is in
  * *ret_reply (malloc'ed, NUL-terminated beyond size). On failure the negative errno of the status,
- * and its message in *ret_error (optional).
+ * and its message in *ret_error (optional; NULL or a malloc'ed string, which it replaces). A server
+ * that cannot be reached gives -EAGAIN (UNAVAILABLE) at once rather than waiting for it.
  */
-int rpc_unary(RpcChannel *c, const char *method, const void *request, size_t size, usec_t timeout, void **ret_reply,
-              size_t *ret_size, char **ret_error);
+int rpc_unary(RpcChannel *c, const char *method, const void *request, size_t size, usec_t timeout,
+              void **ret_reply, size_t *ret_size, char **ret_error);
 
-/* A server-streaming call. */
+/* A server-streaming call; timeout (relative) covers the whole stream, and its passing fails the
+ * server's next send. A refused call shows at the first rpc_stream_next(). */
 int rpc_stream_open(RpcChannel *c, const char *method, const void *request, size_t size, usec_t timeout,
                     RpcStream **ret);
 /* 1 and a message (malloc'ed), 0 at the end of a successful stream, or the status as a negative
