@@ -18,11 +18,13 @@ done
 . "$here/../imagestore/registry-lib.sh"
 
 WORK=$(mktemp -d /tmp/tonari-relay.XXXXXX)
-RELAY_PID=
+# The relay's PID is kept in a file: testcases run in subshells, and one of them restarts it.
 stop_relay() {
-        [[ -n $RELAY_PID ]] || return 0
-        kill "$RELAY_PID" 2>/dev/null && timeout 15 tail --pid="$RELAY_PID" -f /dev/null || true
-        RELAY_PID=
+        local pid
+        [[ -s $WORK/relay.pid ]] || return 0
+        pid=$(cat "$WORK/relay.pid")
+        kill "$pid" 2>/dev/null && timeout 15 tail --pid="$pid" -f /dev/null || true
+        rm -f "$WORK/relay.pid"
 }
 cleanup() {
         stop_relay
@@ -48,10 +50,10 @@ EOT
 
 start_relay() {
         "$RELAY" --config="$WORK/relay.conf" >>"$WORK/relay.log" 2>&1 &
-        RELAY_PID=$!
+        echo $! >"$WORK/relay.pid"
         for _ in $(seq 100); do
                 [[ -S $WORK/relay.sock ]] && "$TONARICTL" --relay="unix:$WORK/relay.sock" image list >/dev/null 2>&1 && return 0
-                kill -0 "$RELAY_PID" 2>/dev/null || break
+                kill -0 "$(cat "$WORK/relay.pid")" 2>/dev/null || break
                 sleep 0.1
         done
         cat "$WORK/relay.log"
