@@ -60,6 +60,7 @@ compare_pull() {
 
 testcase_registry() {
         registry_start "$WORK/registry"
+        trap registry_stop EXIT # the testcase's subshell: stopped even when an assertion fails
         registry_push "$WORK/layout:test" tonari/test:v1
         compare_pull "$WORK/store-registry" "docker://$REGISTRY_HOST/tonari/test:v1" --plain-http
         # Pulled again: every layer is there already.
@@ -124,6 +125,7 @@ testcase_index_and_platforms() {
         # This host's platform (amd64 here) is taken by default, from a layout and from a registry.
         compare_pull "$store" "oci:$WORK/layout:multi"
         registry_start "$WORK/registry-index"
+        trap registry_stop EXIT # the testcase's subshell: stopped even when an assertion fails
         skopeo copy --quiet --all --dest-tls-verify=false "oci:$WORK/layout:multi" "docker://$PUSH_HOST/tonari/multi:v1"
         compare_pull "$store" "docker://$REGISTRY_HOST/tonari/multi:v1" --plain-http
         registry_stop
@@ -156,6 +158,7 @@ second" "$("$TOOL" list "$store")"
 testcase_corrupted_blob() {
         local blob
         registry_start "$WORK/registry-bad"
+        trap registry_stop EXIT # the testcase's subshell: stopped even when an assertion fails
         registry_push "$WORK/layout:test" tonari/test:v1
         # Flip a byte of the last (smallest) layer in the registry's storage.
         blob=$(find "$REGISTRY_STORAGE/blobs" -name data -size -2k -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2)
@@ -171,6 +174,7 @@ testcase_corrupted_blob() {
 
 testcase_registry_gone_mid_pull() {
         registry_start "$WORK/registry-gone"
+        trap registry_stop EXIT # the testcase's subshell: stopped even when an assertion fails
         registry_push "$WORK/layout:test" tonari/test:v1
         # Slow the transfer down so that the registry can be stopped in the middle of it.
         python3 - "$REGISTRY_HOST" "$WORK/proxy.port" <<'EOF' &
@@ -202,7 +206,9 @@ while True:
         threading.Thread(target=pipe, args=(client, server, False), daemon=True).start()
         threading.Thread(target=pipe, args=(server, client, True), daemon=True).start()
 EOF
-        local proxy_pid=$! port
+        PROXY_PID=$!
+        trap 'registry_stop; kill "$PROXY_PID" 2>/dev/null || true' EXIT
+        local port
         for _ in $(seq 50); do [[ -s $WORK/proxy.port ]] && break; sleep 0.1; done
         port=$(cat "$WORK/proxy.port")
         "$TOOL" pull "$WORK/store-gone" "docker://127.0.0.1:$port/tonari/test:v1" --plain-http 2>"$WORK/gone.log" &
@@ -210,13 +216,14 @@ EOF
         # Wait until the big layer is on its way, then take the registry away.
         for _ in $(seq 100); do grep -q 'pull: fetching' "$WORK/gone.log" && break; sleep 0.1; done
         registry_stop
-        kill "$proxy_pid"
+        kill "$PROXY_PID"
         local rc=0
         wait "$pull_pid" || rc=$?
         ((rc != 0))
         assert_eq "" "$("$TOOL" list "$WORK/store-gone")"
         # Later, with the registry back, the same pull works.
         registry_start "$WORK/registry-gone"
+        trap registry_stop EXIT # the testcase's subshell: stopped even when an assertion fails
         compare_pull "$WORK/store-gone" "docker://$REGISTRY_HOST/tonari/test:v1" --plain-http
         registry_stop
 }
