@@ -78,6 +78,7 @@ static const ConfigItem relay_config_table[] = {
         CONFIG_ITEM("Relay", "Listen", config_parse_listen, RelayConfig, listen),
         CONFIG_ITEM("Relay", "SocketMode", config_parse_mode, RelayConfig, socket_mode),
         CONFIG_ITEM("Relay", "Threads", config_parse_unsigned, RelayConfig, threads),
+        CONFIG_ITEM("Relay", "BlockingThreads", config_parse_unsigned, RelayConfig, blocking_threads),
         CONFIG_ITEM("Relay", "MaxMessageSize", config_parse_size, RelayConfig, max_message_bytes),
         CONFIG_ITEM("Pull", "InsecureRegistries", config_parse_registries, RelayConfig, insecure),
         CONFIG_ITEM("Pull", "CAFile", config_parse_path, RelayConfig, ca_file),
@@ -100,6 +101,9 @@ int relay_config_load(const char *path, RelayConfig *ret, char ***ret_files) {
                 c.listen = defaults.listen;
         if (c.threads > 256)
                 return log_error_errno(EINVAL, "%s: [Relay] Threads=%u: expected 1 to 256.", path, c.threads);
+        if (c.blocking_threads > 4096)
+                return log_error_errno(EINVAL, "%s: [Relay] BlockingThreads=%u: expected 1 to 4096.", path,
+                                       c.blocking_threads);
         if (c.max_message_bytes < 2U * 1024U * 1024U || c.max_message_bytes > 1024U * 1024U * 1024U)
                 return log_error_errno(EINVAL,
                                        "%s: [Relay] MaxMessageSize=%" PRIu64 ": expected 2M (a 1 MiB piece and its "
@@ -125,11 +129,12 @@ void relay_config_dump(const RelayConfig *c, FILE *f) {
         fprintf(f,
                 "\nSocketMode=%04o\n"
                 "Threads=%u\n"
+                "BlockingThreads=%u\n"
                 "MaxMessageSize=%" PRIu64 "\n"
                 "\n"
                 "[Pull]\n"
                 "InsecureRegistries=",
-                c->socket_mode, c->threads, c->max_message_bytes);
+                c->socket_mode, c->threads, c->blocking_threads, c->max_message_bytes);
         for (size_t i = 0; i < c->insecure.n; i++)
                 fprintf(f, "%s%s", i > 0 ? " " : "", c->insecure.items[i]);
         fprintf(f, "\nCAFile=%s\n", c->ca_file);

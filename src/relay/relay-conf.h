@@ -28,6 +28,7 @@ typedef struct RelayConfig {
         RelayAddressList listen;           /* [Relay] Listen= */
         unsigned socket_mode;              /* [Relay] SocketMode=, for unix: listeners */
         unsigned threads;                  /* [Relay] Threads= */
+        unsigned blocking_threads;         /* [Relay] BlockingThreads= */
         uint64_t max_message_bytes;        /* [Relay] MaxMessageSize= */
         RelayAddressList insecure;         /* [Pull] InsecureRegistries= */
         char ca_file[PATH_MAX];            /* [Pull] CAFile=, empty: the system's */
@@ -38,7 +39,8 @@ typedef struct RelayConfig {
  * socket in the unit's RuntimeDirectory; TCP only when the operator opens it (the protocol has
  * no authentication: see tonari-relay(8), SECURITY). SocketMode=0660: the socket's group (root's)
  * reaches it, nobody else. Threads=4: calls that block on disk or on a registry run on their own
- * threads anyway (see src/rpc); these serve the short ones. MaxMessageSize=16M: ToC and Read
+ * threads anyway (see src/rpc); these serve the short ones. BlockingThreads=256: pulls, reads and
+ * ToC transfers at once; that many keep any disk's queue full. MaxMessageSize=16M: ToC and Read
  * pieces are at most 1 MiB; 16 MiB leaves room for an image list of thousands of images.
  */
 #define RELAY_CONFIG_DEFAULTS                                                                          \
@@ -48,6 +50,7 @@ typedef struct RelayConfig {
                         .listen = { .n = 1, .items = { "unix:/run/tonari-relay/relay.sock" } },        \
                         .socket_mode = 0660,                                                           \
                         .threads = 4,                                                                  \
+                        .blocking_threads = 256,                                                       \
                         .max_message_bytes = 16U * 1024U * 1024U })
 
 int relay_config_load(const char *path, RelayConfig *ret, char ***ret_files);

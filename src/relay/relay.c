@@ -24,7 +24,11 @@ int relay_new(const RelayConfig *c, Relay **ret) {
 
 int relay_start(Relay *r) {
         _cleanup_free_ char *err = NULL;
-        RpcOptions o = { .max_message_bytes = r->config.max_message_bytes, .threads = r->config.threads };
+        RpcOptions o = {
+                .max_message_bytes = r->config.max_message_bytes,
+                .threads = r->config.threads,
+                .max_blocking_threads = r->config.blocking_threads,
+        };
         int k;
 
         k = image_store_open(r->config.store, &r->store, &err);
