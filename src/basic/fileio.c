@@ -2,32 +2,35 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc-util.h"
 #include "fd-util.h"
 #include "fileio.h"
 
-int read_full_file(const char *path, char **ret, size_t *ret_size) {
-        _cleanup_close_ int fd = -EBADF;
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, cap = 4096;
+        struct stat st;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-
+        /* Files in /proc and /sys report size 0: the size is only a hint, EOF ends the read. */
+        if (fstat(fd, &st) >= 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+                if ((uint64_t) st.st_size > max)
+                        return -E2BIG;
+                cap = (size_t) st.st_size + 1;
+        }
         buf = new(char, cap);
         if (!buf)
                 return -ENOMEM;
 
-        /* Files in /proc and /sys report size 0; read until EOF instead of trusting fstat(). */
         for (;;) {
                 ssize_t n;
 
                 if (size + 1 >= cap) {
                         char *b;
-                        if (cap >= READ_FULL_FILE_MAX)
+
+                        if (cap > max)
                                 return -E2BIG;
                         b = realloc(buf, cap * 2);
                         if (!b)
@@ -35,7 +38,7 @@ int read_full_file(const char *path, char **ret, size_t *ret_size) {
                         buf = b;
                         cap *= 2;
                 }
-                n = read(fd, buf + size, cap - size - 1);
+                n = pread(fd, buf + size, cap - size - 1, (off_t) size);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -44,6 +47,8 @@ int read_full_file(const char *path, char **ret, size_t *ret_size) {
                 if (n == 0)
                         break;
                 size += (size_t) n;
+                if (size > max)
+                        return -E2BIG;
         }
 
         buf[size] = '\0';
@@ -51,6 +56,15 @@ int read_full_file(const char *path, char **ret, size_t *ret_size) {
                 *ret_size = size;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int read_full_file(const char *path, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -EBADF;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        return read_full_fd(fd, READ_FULL_FILE_MAX, ret, ret_size);
 }
 
 int read_one_line_file(const char *path, char **ret) {

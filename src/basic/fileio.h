@@ -6,6 +6,8 @@
 /* Files larger than this are refused by read_full_file(): kernel interface files are tiny. */
 #define READ_FULL_FILE_MAX (4U * 1024U * 1024U)
 
+/* Reads all of fd from offset 0 into a NUL-terminated buffer. -E2BIG above max bytes. */
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
 /* Reads a whole file into a NUL-terminated buffer. -E2BIG above READ_FULL_FILE_MAX. */
 int read_full_file(const char *path, char **ret, size_t *ret_size);
 /* Reads the first line, without its newline. */

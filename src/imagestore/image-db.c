@@ -7,6 +7,7 @@
 
 #include "alloc-util.h"
 #include "fd-util.h"
+#include "fileio.h"
 #include "image-db.h"
 #include "json-util.h"
 #include "string-util.h"
@@ -257,8 +258,7 @@ int image_db_load(ImageDb *db, int dir_fd, char **ret_error) {
         _cleanup_free_ char *data = NULL;
         json_object *v, *images;
         ImageDb new_db = {};
-        off_t size;
-        size_t n = 0;
+        size_t n;
         int k;
 
         fd = openat(dir_fd, IMAGE_DB_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -268,24 +268,11 @@ int image_db_load(ImageDb *db, int dir_fd, char **ret_error) {
                 *db = new_db;
                 return 0;
         }
-        size = lseek(fd, 0, SEEK_END);
-        if (size < 0 || lseek(fd, 0, SEEK_SET) < 0)
-                return -errno;
-        if ((uint64_t) size > IMAGE_DB_MAX_BYTES)
-                return set_error_message(ret_error, -E2BIG, IMAGE_DB_FILE " has %jd bytes", (intmax_t) size);
-        data = malloc((size_t) size + 1);
-        if (!data)
-                return -ENOMEM;
-        while (n < (size_t) size) {
-                ssize_t r = read(fd, data + n, (size_t) size - n);
-
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0)
-                        return r < 0 ? -errno : -EBADMSG;
-                n += (size_t) r;
-        }
-        data[n] = 0;
+        k = read_full_fd(fd, IMAGE_DB_MAX_BYTES, &data, &n);
+        if (k == -E2BIG)
+                return set_error_message(ret_error, k, IMAGE_DB_FILE " is larger than %u bytes", IMAGE_DB_MAX_BYTES);
+        if (k < 0)
+                return set_error_message(ret_error, k, IMAGE_DB_FILE ": %s", strerror(-k));
 
         root = json_tokener_parse(data);
         if (!root || !json_object_is_type(root, json_type_object))

@@ -10,6 +10,7 @@
 
 #include "alloc-util.h"
 #include "fd-util.h"
+#include "fileio.h"
 #include "image-source.h"
 #include "json-util.h"
 #include "mkdir.h"
@@ -72,9 +73,7 @@ ImageSource *image_source_free(ImageSource *s) {
 /* Reads all of a regular file below dir_fd, refusing more than max bytes. */
 static int read_file_at(int dir_fd, const char *path, size_t max, char **ret, size_t *ret_size) {
         _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
         struct stat st;
-        size_t n = 0;
 
         fd = openat(dir_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
@@ -83,27 +82,7 @@ static int read_file_at(int dir_fd, const char *path, size_t max, char **ret, si
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return -EBADMSG;
-        if ((uint64_t) st.st_size > max)
-                return -E2BIG;
-        buf = malloc((size_t) st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (n < (size_t) st.st_size) {
-                ssize_t k = read(fd, buf + n, (size_t) st.st_size - n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-        buf[n] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_size = n;
-        return 0;
+        return read_full_fd(fd, max, ret, ret_size);
 }
 
 /* Streams a file below dir_fd to sink, checking it has exactly size bytes. */

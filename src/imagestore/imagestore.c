@@ -9,6 +9,7 @@
 
 #include "alloc-util.h"
 #include "fd-util.h"
+#include "fileio.h"
 #include "image-source.h"
 #include "imagestore.h"
 #include "layer-unpack.h"
@@ -210,32 +211,8 @@ static int store_document(Pull *pull, const char *data, size_t size, const Diges
 
 static int read_blob(Store *s, const Digest *d, size_t max, char **ret, size_t *ret_size) {
         _cleanup_close_ int fd = store_open_item(s, STORE_BLOB, d);
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t n = 0;
 
-        if (fd < 0)
-                return fd;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if ((uint64_t) st.st_size > max)
-                return -E2BIG;
-        buf = malloc((size_t) st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (n < (size_t) st.st_size) {
-                ssize_t k = read(fd, buf + n, (size_t) st.st_size - n);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? -errno : -EBADMSG;
-                n += (size_t) k;
-        }
-        buf[n] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_size = n;
-        return 0;
+        return fd < 0 ? fd : read_full_fd(fd, max, ret, ret_size);
 }
 
 /* Fetches, unpacks and publishes one layer, unless it is there or another pull does it. */

@@ -9,6 +9,7 @@
 
 #include "alloc-util.h"
 #include "fd-util.h"
+#include "fileio.h"
 #include "layers.pb-c.h"
 #include "relay.h"
 #include "rpc-proto.h"
@@ -20,20 +21,6 @@
 /* A ToC is sent from memory; anything larger is not one tonari wrote. */
 #define TOC_SEND_MAX (1024ULL * 1024ULL * 1024ULL)
 
-static void free_message(void *p) {
-        ProtobufCMessage **m = p;
-
-        if (*m)
-                protobuf_c_message_free_unpacked(*m, NULL);
-}
-#define _cleanup_message_ _cleanup_(free_message)
-
-#define UNPACK(type, var, descriptor, call, data, size)                                                \
-        _cleanup_message_ type *var = NULL;                                                            \
-        if (rpc_proto_unpack(&descriptor, data, size, (ProtobufCMessage **) &var) < 0) {               \
-                rpc_call_set_error(call, "malformed request");                                         \
-                return -EINVAL;                                                                        \
-        }
 
 static int parse_layer(RpcCall *call, const char *s, Digest *ret) {
         int r = digest_from_string(s, ret);
@@ -101,13 +88,15 @@ static int handle_get_toc(RpcCall *call, const void *data, size_t size, void *us
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ uint8_t *buf = NULL;
         char digest[DIGEST_STRING_MAX];
-        struct stat st;
-        size_t n = 0;
+        size_t n;
         Digest d, sum;
         int r;
 
-        UNPACK(Tonari__Layers__V1__GetToCRequest, req, tonari__layers__v1__get_to_crequest__descriptor, call, data,
-               size);
+        _cleanup_proto_ Tonari__Layers__V1__GetToCRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__layers__v1__get_to_crequest__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         if ((req->max_major_version ?: 1) < TOC_VERSION_MAJOR) {
                 rpc_call_set_error(call, "the relay has ToCs of version %d only", TOC_VERSION_MAJOR);
                 return -EBUSY; /* FAILED_PRECONDITION */
@@ -120,24 +109,12 @@ static int handle_get_toc(RpcCall *call, const void *data, size_t size, void *us
                 rpc_call_set_error(call, "no layer %s", req->layer);
                 return fd;
         }
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return fd < 0 ? fd : -errno;
-        if ((uint64_t) st.st_size > TOC_SEND_MAX)
-                return -EUCLEAN;
-
+        if (fd < 0)
+                return fd;
         /* The whole file first: the first piece carries its digest. */
-        buf = malloc((size_t) st.st_size ?: 1);
-        if (!buf)
-                return -ENOMEM;
-        while (n < (size_t) st.st_size) {
-                ssize_t k = pread(fd, buf + n, (size_t) st.st_size - n, (off_t) n);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? -errno : -EUCLEAN;
-                n += (size_t) k;
-        }
+        r = read_full_fd(fd, TOC_SEND_MAX, (char **) &buf, &n);
+        if (r < 0)
+                return r == -E2BIG ? -EUCLEAN : r;
         r = digest_buffer(buf, n, &sum);
         if (r < 0)
                 return r;
@@ -170,7 +147,11 @@ static int handle_read(RpcCall *call, const void *data, size_t size, void *userd
         Toc *t;
         int r;
 
-        UNPACK(Tonari__Layers__V1__ReadRequest, req, tonari__layers__v1__read_request__descriptor, call, data, size);
+        _cleanup_proto_ Tonari__Layers__V1__ReadRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__layers__v1__read_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
@@ -236,7 +217,11 @@ static int handle_lookup(RpcCall *call, const void *data, size_t size, void *use
         Toc *t;
         int r;
 
-        UNPACK(Tonari__Layers__V1__LookupRequest, req, tonari__layers__v1__lookup_request__descriptor, call, data, size);
+        _cleanup_proto_ Tonari__Layers__V1__LookupRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__layers__v1__lookup_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         if (isempty(req->name) || strchr(req->name, '/') || streq(req->name, ".") || streq(req->name, "..")) {
                 rpc_call_set_error(call, "invalid name \"%s\"", req->name);
                 return -EINVAL;
@@ -260,8 +245,11 @@ static int handle_getattr(RpcCall *call, const void *data, size_t size, void *us
         Toc *t;
         int r;
 
-        UNPACK(Tonari__Layers__V1__GetAttrRequest, req, tonari__layers__v1__get_attr_request__descriptor, call, data,
-               size);
+        _cleanup_proto_ Tonari__Layers__V1__GetAttrRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__layers__v1__get_attr_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
@@ -282,8 +270,11 @@ static int handle_readdir(RpcCall *call, const void *data, size_t size, void *us
         Toc *t;
         int r;
 
-        UNPACK(Tonari__Layers__V1__ReadDirRequest, req, tonari__layers__v1__read_dir_request__descriptor, call, data,
-               size);
+        _cleanup_proto_ Tonari__Layers__V1__ReadDirRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__layers__v1__read_dir_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
@@ -326,8 +317,11 @@ static int handle_readlink(RpcCall *call, const void *data, size_t size, void *u
         Toc *t;
         int r;
 
-        UNPACK(Tonari__Layers__V1__ReadLinkRequest, req, tonari__layers__v1__read_link_request__descriptor, call, data,
-               size);
+        _cleanup_proto_ Tonari__Layers__V1__ReadLinkRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__layers__v1__read_link_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
@@ -355,8 +349,11 @@ static int handle_listxattr(RpcCall *call, const void *data, size_t size, void *
         Toc *t;
         int r;
 
-        UNPACK(Tonari__Layers__V1__ListXattrRequest, req, tonari__layers__v1__list_xattr_request__descriptor, call,
-               data, size);
+        _cleanup_proto_ Tonari__Layers__V1__ListXattrRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__layers__v1__list_xattr_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
@@ -394,8 +391,11 @@ static int handle_getxattr(RpcCall *call, const void *data, size_t size, void *u
         Toc *t;
         int r;
 
-        UNPACK(Tonari__Layers__V1__GetXattrRequest, req, tonari__layers__v1__get_xattr_request__descriptor, call, data,
-               size);
+        _cleanup_proto_ Tonari__Layers__V1__GetXattrRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__layers__v1__get_xattr_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;

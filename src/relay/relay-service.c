@@ -14,21 +14,6 @@
 
 #define SERVICE "/tonari.relay.v1.Relay/"
 
-/* Unpacks the request or fails the call with a message. */
-#define UNPACK(type, var, descriptor, call, data, size)                                                \
-        type *var = NULL;                                                                              \
-        if (rpc_proto_unpack(&descriptor, data, size, (ProtobufCMessage **) &var) < 0) {               \
-                rpc_call_set_error(call, "malformed request");                                         \
-                return -EINVAL;                                                                        \
-        }
-
-static void free_message(void *p) {
-        ProtobufCMessage **m = p;
-
-        if (*m)
-                protobuf_c_message_free_unpacked(*m, NULL);
-}
-#define _cleanup_message_ _cleanup_(free_message)
 
 typedef struct PullCall {
         RpcCall *call;
@@ -62,7 +47,6 @@ static int pull_progress(const PullProgress *p, void *userdata) {
 
 static int handle_pull(RpcCall *call, const void *data, size_t size, void *userdata) {
         Relay *relay = userdata;
-        _cleanup_message_ Tonari__Relay__V1__PullRequest *req_owned = NULL;
         _cleanup_image_reference_ ImageReference *ref = NULL;
         _cleanup_image_record_ ImageRecord *rec = NULL;
         _cleanup_free_ char *err = NULL;
@@ -71,8 +55,11 @@ static int handle_pull(RpcCall *call, const void *data, size_t size, void *userd
         PullOptions o = {};
         int r;
 
-        UNPACK(Tonari__Relay__V1__PullRequest, req, tonari__relay__v1__pull_request__descriptor, call, data, size);
-        req_owned = req;
+        _cleanup_proto_ Tonari__Relay__V1__PullRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__relay__v1__pull_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
 
         r = image_reference_parse(req->source, &ref);
         if (r < 0) {
@@ -151,14 +138,15 @@ static int handle_list(RpcCall *call, const void *data, size_t size, void *userd
 
 static int handle_get(RpcCall *call, const void *data, size_t size, void *userdata) {
         Relay *relay = userdata;
-        _cleanup_message_ Tonari__Relay__V1__GetImageRequest *owned = NULL;
         _cleanup_image_record_ ImageRecord *rec = NULL;
         ImageProto p = {};
         int r;
 
-        UNPACK(Tonari__Relay__V1__GetImageRequest, req, tonari__relay__v1__get_image_request__descriptor, call, data,
-               size);
-        owned = req;
+        _cleanup_proto_ Tonari__Relay__V1__GetImageRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__relay__v1__get_image_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         r = image_store_get(relay->store, req->name, &rec);
         if (r == -ENOENT) {
                 rpc_call_set_error(call, "no image \"%s\"", req->name);
@@ -176,7 +164,6 @@ static int handle_get(RpcCall *call, const void *data, size_t size, void *userda
 
 static int handle_remove(RpcCall *call, const void *data, size_t size, void *userdata) {
         Relay *relay = userdata;
-        _cleanup_message_ Tonari__Relay__V1__RemoveImageRequest *owned = NULL;
         Tonari__Relay__V1__RemoveImageResponse m = TONARI__RELAY__V1__REMOVE_IMAGE_RESPONSE__INIT;
         _cleanup_free_ Digest *gone = NULL;
         _cleanup_free_ char (*strings)[DIGEST_STRING_MAX] = NULL;
@@ -184,9 +171,11 @@ static int handle_remove(RpcCall *call, const void *data, size_t size, void *use
         size_t n = 0;
         int r;
 
-        UNPACK(Tonari__Relay__V1__RemoveImageRequest, req, tonari__relay__v1__remove_image_request__descriptor, call,
-               data, size);
-        owned = req;
+        _cleanup_proto_ Tonari__Relay__V1__RemoveImageRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__relay__v1__remove_image_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         r = image_store_remove(relay->store, req->name, &gone, &n);
         if (r == -ENOENT) {
                 rpc_call_set_error(call, "no image \"%s\"", req->name);
@@ -208,14 +197,16 @@ static int handle_remove(RpcCall *call, const void *data, size_t size, void *use
 
 static int handle_gc(RpcCall *call, const void *data, size_t size, void *userdata) {
         Relay *relay = userdata;
-        _cleanup_message_ Tonari__Relay__V1__GCRequest *owned = NULL;
         Tonari__Relay__V1__GCResponse m = TONARI__RELAY__V1__GCRESPONSE__INIT;
         _cleanup_free_ char *err = NULL;
         GcStats s;
         int r;
 
-        UNPACK(Tonari__Relay__V1__GCRequest, req, tonari__relay__v1__gcrequest__descriptor, call, data, size);
-        owned = req;
+        _cleanup_proto_ Tonari__Relay__V1__GCRequest *req = NULL;
+
+        r = rpc_call_unpack(call, &tonari__relay__v1__gcrequest__descriptor, data, size, (ProtobufCMessage **) &req);
+        if (r < 0)
+                return r;
         r = image_store_gc(relay->store, req->dry_run, &s, &err);
         if (r < 0) {
                 rpc_call_set_error(call, "%s", err ?: strerror(-r));

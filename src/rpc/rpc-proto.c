@@ -90,3 +90,12 @@ int rpc_stream_next_proto(RpcStream *s, const ProtobufCMessageDescriptor *d, Pro
         r = rpc_proto_unpack(d, data, size, ret);
         return r < 0 ? r : 1;
 }
+
+int rpc_call_unpack(RpcCall *c, const ProtobufCMessageDescriptor *d, const void *data, size_t size,
+                    ProtobufCMessage **ret) {
+        if (rpc_proto_unpack(d, data, size, ret) < 0) {
+                rpc_call_set_error(c, "malformed %s", d->name);
+                return -EINVAL;
+        }
+        return 0;
+}

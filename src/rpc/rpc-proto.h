@@ -12,6 +12,19 @@
 int rpc_proto_unpack(const ProtobufCMessageDescriptor *d, const void *data, size_t size,
                      ProtobufCMessage **ret);
 
+/* For "_cleanup_proto_ Foo *m = NULL;" with any unpacked message type. */
+static inline void rpc_proto_freep(void *p) {
+        ProtobufCMessage **m = p;
+
+        if (*m)
+                protobuf_c_message_free_unpacked(*m, NULL);
+}
+#define _cleanup_proto_ _cleanup_(rpc_proto_freep)
+
+/* A handler's request, unpacked; a malformed one fails the call as -EINVAL with a message. */
+int rpc_call_unpack(RpcCall *c, const ProtobufCMessageDescriptor *d, const void *data, size_t size,
+                    ProtobufCMessage **ret);
+
 /* rpc_call_reply() and rpc_call_send() of m, packed (and not copied again). */
 int rpc_call_reply_proto(RpcCall *c, const ProtobufCMessage *m);
 int rpc_call_send_proto(RpcCall *c, const ProtobufCMessage *m);

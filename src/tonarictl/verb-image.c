@@ -23,14 +23,6 @@
 /* Listing, showing and removing are quick; a relay that does not answer in this time is stuck. */
 #define CALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
 
-static void free_message(void *p) {
-        ProtobufCMessage **m = p;
-
-        if (*m)
-                protobuf_c_message_free_unpacked(*m, NULL);
-}
-#define _cleanup_message_ _cleanup_(free_message)
-
 static int connect_relay(RpcChannel **ret) {
         int r = rpc_channel_new(arg_relay, NULL, ret);
 
@@ -150,7 +142,7 @@ static void show_progress(const Tonari__Relay__V1__PullProgress *p, bool tty, in
 static int image_pull(int argc, char *argv[]) {
         _cleanup_rpc_channel_ RpcChannel *c = NULL;
         _cleanup_rpc_stream_ RpcStream *s = NULL;
-        _cleanup_message_ Tonari__Relay__V1__PullProgress *last = NULL;
+        _cleanup_proto_ Tonari__Relay__V1__PullProgress *last = NULL;
         _cleanup_free_ char *err = NULL, *platform_copy = NULL;
         Tonari__Relay__V1__PullRequest req = TONARI__RELAY__V1__PULL_REQUEST__INIT;
         Tonari__Relay__V1__Platform platform = TONARI__RELAY__V1__PLATFORM__INIT;
@@ -190,7 +182,7 @@ static int image_pull(int argc, char *argv[]) {
                         break;
                 if (arg_json == JSON_OFF)
                         show_progress(p, tty, &last_phase, last_layer, sizeof(last_layer));
-                free_message(&last);
+                rpc_proto_freep(&last);
                 last = p;
         }
         if (!last || !last->image)
@@ -218,7 +210,7 @@ static int image_pull(int argc, char *argv[]) {
 
 static int image_list(int argc, char *argv[]) {
         _cleanup_rpc_channel_ RpcChannel *c = NULL;
-        _cleanup_message_ Tonari__Relay__V1__ListImagesResponse *resp = NULL;
+        _cleanup_proto_ Tonari__Relay__V1__ListImagesResponse *resp = NULL;
         Tonari__Relay__V1__ListImagesRequest req = TONARI__RELAY__V1__LIST_IMAGES_REQUEST__INIT;
         _cleanup_(table_freep) Table *t = NULL;
         _cleanup_json_ json_object *j = NULL;
@@ -270,7 +262,7 @@ static int image_list(int argc, char *argv[]) {
 
 static int image_show(int argc, char *argv[]) {
         _cleanup_rpc_channel_ RpcChannel *c = NULL;
-        _cleanup_message_ Tonari__Relay__V1__Image *m = NULL;
+        _cleanup_proto_ Tonari__Relay__V1__Image *m = NULL;
         Tonari__Relay__V1__GetImageRequest req = TONARI__RELAY__V1__GET_IMAGE_REQUEST__INIT;
         _cleanup_(table_freep) Table *t = NULL;
         _cleanup_free_ char *err = NULL;
@@ -327,7 +319,7 @@ static int image_show(int argc, char *argv[]) {
 
 static int image_remove(int argc, char *argv[]) {
         _cleanup_rpc_channel_ RpcChannel *c = NULL;
-        _cleanup_message_ Tonari__Relay__V1__RemoveImageResponse *resp = NULL;
+        _cleanup_proto_ Tonari__Relay__V1__RemoveImageResponse *resp = NULL;
         Tonari__Relay__V1__RemoveImageRequest req = TONARI__RELAY__V1__REMOVE_IMAGE_REQUEST__INIT;
         _cleanup_free_ char *err = NULL;
         int r;
@@ -348,7 +340,7 @@ static int image_remove(int argc, char *argv[]) {
                 if (arg_json == JSON_OFF && resp->n_unreferenced_layers > 0)
                         printf("%s removed; %zu layers are no longer used (reclaimed by 'image gc').\n", argv[i],
                                resp->n_unreferenced_layers);
-                free_message(&resp);
+                rpc_proto_freep(&resp);
                 resp = NULL;
         }
         return 0;
@@ -356,7 +348,7 @@ static int image_remove(int argc, char *argv[]) {
 
 static int image_gc(int argc, char *argv[]) {
         _cleanup_rpc_channel_ RpcChannel *c = NULL;
-        _cleanup_message_ Tonari__Relay__V1__GCResponse *resp = NULL;
+        _cleanup_proto_ Tonari__Relay__V1__GCResponse *resp = NULL;
         Tonari__Relay__V1__GCRequest req = TONARI__RELAY__V1__GCREQUEST__INIT;
         _cleanup_free_ char *err = NULL;
         char freed[FORMAT_BYTES_MAX];
