@@ -77,13 +77,13 @@ int proc_pid_is_kernel_thread(const char *proc, pid_t pid) {
         return !!(st.flags & PF_KTHREAD);
 }
 
-int proc_cgroup_parse(const char *text, char **ret) {
+int proc_cgroup_parse_controller(const char *text, const char *controller, char **ret) {
         _cleanup_strv_free_ char **lines = NULL;
         const char *found = NULL;
         int r;
 
-        /* "0::/path" (v2) or "N:controller,list:/path" (v1, one line per hierarchy). The v2 line
-         * wins; on v1 the hierarchy holding "cpu" is the one tonari places processes by. */
+        /* "0::/path" (v2) or "N:controller,list:/path" (v1, one line per hierarchy). Every line is
+         * checked, also after the one that is looked for. */
         r = strv_split(text, "\n", &lines);
         if (r < 0)
                 return r;
@@ -93,9 +93,12 @@ int proc_cgroup_parse(const char *text, char **ret) {
                 if (!c || !(p = strchr(c + 1, ':')) || p[1] != '/')
                         return -EBADMSG;
                 if (startswith(*l, "0::")) {
-                        found = p + 1;
-                        break;
+                        if (!controller)
+                                found = p + 1;
+                        continue;
                 }
+                if (!controller)
+                        continue;
                 _cleanup_free_ char *list = strndup(c + 1, p - c - 1);
                 _cleanup_strv_free_ char **controllers = NULL;
                 if (!list)
@@ -103,7 +106,7 @@ int proc_cgroup_parse(const char *text, char **ret) {
                 r = strv_split(list, ",", &controllers);
                 if (r < 0)
                         return r;
-                if (strv_contains(controllers, "cpu"))
+                if (strv_contains(controllers, controller))
                         found = p + 1;
         }
         if (!found)
@@ -116,8 +119,18 @@ int proc_cgroup_parse(const char *text, char **ret) {
         return 0;
 }
 
-int proc_pid_cgroup(const char *proc, pid_t pid, char **ret) {
-        _cleanup_free_ char *text = NULL, *p = NULL;
+int proc_cgroup_parse(const char *text, char **ret) {
+        int r;
+
+        /* The v2 line wins; on v1 the hierarchy holding "cpu" is the one tonari places processes by. */
+        r = proc_cgroup_parse_controller(text, NULL, ret);
+        if (r != -ENODATA)
+                return r;
+        return proc_cgroup_parse_controller(text, "cpu", ret);
+}
+
+static int read_pid_cgroup(const char *proc, pid_t pid, char **ret) {
+        _cleanup_free_ char *p = NULL;
         char path[64];
         int r;
 
@@ -127,9 +140,25 @@ int proc_pid_cgroup(const char *proc, pid_t pid, char **ret) {
         p = strjoin(proc, "/", path);
         if (!p)
                 return -ENOMEM;
-        r = read_full_file(p, &text, NULL);
-        if (r == -ENOENT)
-                return -ESRCH;
+        r = read_full_file(p, ret, NULL);
+        return r == -ENOENT ? -ESRCH : r;
+}
+
+int proc_pid_cgroup_controller(const char *proc, pid_t pid, const char *controller, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_pid_cgroup(proc, pid, &text);
+        if (r < 0)
+                return r;
+        return proc_cgroup_parse_controller(text, controller, ret);
+}
+
+int proc_pid_cgroup(const char *proc, pid_t pid, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_pid_cgroup(proc, pid, &text);
         if (r < 0)
                 return r;
         return proc_cgroup_parse(text, ret);

@@ -32,3 +32,9 @@ int proc_pid_is_kernel_thread(const char *proc, pid_t pid);
  */
 int proc_cgroup_parse(const char *text, char **ret);
 int proc_pid_cgroup(const char *proc, pid_t pid, char **ret);
+/*
+ * The cgroup of a process in one hierarchy: the v1 hierarchy that has controller, or the v2 one for
+ * controller NULL. Absolute; -ENODATA if the process is in no such hierarchy.
+ */
+int proc_cgroup_parse_controller(const char *text, const char *controller, char **ret);
+int proc_pid_cgroup_controller(const char *proc, pid_t pid, const char *controller, char **ret);

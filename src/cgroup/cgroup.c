@@ -20,6 +20,7 @@
 #include "fileio.h"
 #include "parse-util.h"
 #include "path-util.h"
+#include "proc-util.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -45,11 +46,12 @@ struct CGroupRoot {
          */
         char **hierarchies;
         char **v2_controllers; /* v2: the root's cgroup.controllers */
+        char *proc;            /* procfs, for where a process was before a move ("/proc") */
         /*
          * Whether the hierarchies are the kernel's cgroup file systems. Anything else is a fake tree
          * (tests), where interface files are plain files: a write creates a missing one, as the
-         * kernel would have created it with the cgroup. On the kernel's, a missing file stays an
-         * error.
+         * kernel would have created it with the cgroup, and removing a cgroup removes them first,
+         * as they go with the cgroup on the kernel's. There, a missing file stays an error.
          */
         bool kernel;
 };
@@ -58,6 +60,7 @@ CGroupRoot *cgroup_root_free(CGroupRoot *r) {
         if (!r)
                 return NULL;
         free(r->dir);
+        free(r->proc);
         strv_free(r->hierarchies);
         strv_free(r->v2_controllers);
         free(r);
@@ -104,7 +107,8 @@ int cgroup_root_new(const char *dir, CGroupRoot **ret) {
         if (!r)
                 return -ENOMEM;
         r->dir = strdup(dir);
-        if (!r->dir)
+        r->proc = strdup("/proc");
+        if (!r->dir || !r->proc)
                 return -ENOMEM;
 
         p = path_join(dir, "cgroup.controllers");
@@ -150,6 +154,13 @@ int cgroup_root_new(const char *dir, CGroupRoot **ret) {
 
         *ret = TAKE_PTR(r);
         return 0;
+}
+
+int cgroup_root_set_proc(CGroupRoot *r, const char *proc) {
+        assert_return(r, -EINVAL);
+        assert_return(proc && path_is_normalized_absolute(proc), -EINVAL);
+
+        return free_and_strdup(&r->proc, proc);
 }
 
 int cgroup_root_version(const CGroupRoot *r) {
@@ -474,22 +485,103 @@ int cgroup_get_pids(CGroupRoot *r, const char *path, pid_t **ret, size_t *ret_n)
         return read_pids(r, primary_hierarchy(r), path, ret, ret_n);
 }
 
-int cgroup_attach(CGroupRoot *r, const char *path, pid_t pid) {
+static void free_array(char **a, size_t n) {
+        for (size_t i = 0; a && i < n; i++)
+                free(a[i]);
+        free(a);
+}
+
+static int write_pid(CGroupRoot *r, const char *h, const char *path, pid_t pid) {
         char buf[STRLEN("-2147483648") + 1];
+
+        (void) snprintf(buf, sizeof(buf), "%i", (int) pid);
+        return cgroup_write_file(r, h, path, "cgroup.procs", buf);
+}
+
+/* Puts the first n_moved (pid, hierarchy) moves of pids back where from says they were, last first. */
+static void attach_undo(CGroupRoot *r, const pid_t *pids, char **from, size_t n_moved) {
+        size_t n_h = strv_length(r->hierarchies);
+
+        for (size_t m = n_moved; m > 0; m--) {
+                size_t i = (m - 1) / n_h, j = (m - 1) % n_h;
+
+                /* A process that has exited meanwhile is nowhere to put back. */
+                (void) write_pid(r, r->hierarchies[j], from[m - 1], pids[i]);
+        }
+}
+
+int cgroup_attach_many(CGroupRoot *r, const char *path, const pid_t *pids, size_t n_pids, size_t *failed) {
+        size_t n_h, n_moved = 0;
+        char **from = NULL;
         int k;
 
         assert_return(r, -EINVAL);
+        assert_return(pids || n_pids == 0, -EINVAL);
+        k = cgroup_path_check(path);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < n_pids; i++)
+                assert_return(pids[i] > 0, -EINVAL);
+        n_h = strv_length(r->hierarchies);
+
+        /* The cgroup, as a directory, in every hierarchy before anything moves. */
+        STRV_FOREACH(h, r->hierarchies) {
+                k = dir_exists(r, *h, path);
+                if (k <= 0)
+                        return k ?: -ENOENT;
+        }
+
+        /*
+         * Each v1 hierarchy is a separate move, and so is each process: where there is more than one
+         * move, remember where each process is in each hierarchy, so that a move the kernel refuses
+         * (cpuset ENOSPC, cpu EINVAL for realtime tasks, a process gone) can be undone and nobody is
+         * left half attached.
+         */
+        if (n_h * n_pids > 1) {
+                from = new0(char *, n_h * n_pids);
+                if (!from)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n_pids; i++)
+                        for (size_t j = 0; j < n_h; j++) {
+                                _cleanup_free_ char *p = NULL;
+
+                                k = proc_pid_cgroup_controller(r->proc, pids[i],
+                                                               r->version == 2 ? NULL : r->hierarchies[j], &p);
+                                if (k < 0) {
+                                        if (failed)
+                                                *failed = i;
+                                        goto finish;
+                                }
+                                from[i * n_h + j] = strdup(p + 1);
+                                if (!from[i * n_h + j]) {
+                                        k = -ENOMEM;
+                                        goto finish;
+                                }
+                        }
+        }
+
+        for (size_t i = 0; i < n_pids; i++)
+                for (size_t j = 0; j < n_h; j++) {
+                        k = write_pid(r, r->hierarchies[j], path, pids[i]);
+                        if (k < 0) {
+                                if (from)
+                                        attach_undo(r, pids, from, n_moved);
+                                if (failed)
+                                        *failed = i;
+                                goto finish;
+                        }
+                        n_moved++;
+                }
+        k = 0;
+finish:
+        free_array(from, n_h * n_pids);
+        return k;
+}
+
+int cgroup_attach(CGroupRoot *r, const char *path, pid_t pid) {
         assert_return(pid > 0, -EINVAL);
 
-        (void) snprintf(buf, sizeof(buf), "%i", (int) pid);
-        /* Each v1 hierarchy is a separate move: the first failure stops, and the process stays
-         * where the earlier writes put it (the caller may retry or move it elsewhere). */
-        STRV_FOREACH(h, r->hierarchies) {
-                k = cgroup_write_file(r, *h, path, "cgroup.procs", buf);
-                if (k < 0)
-                        return k;
-        }
-        return 0;
+        return cgroup_attach_many(r, path, &pid, 1, NULL);
 }
 
 /*
@@ -606,6 +698,19 @@ static int v1_cpuset_inherit(CGroupRoot *r, const char *path, bool is_new) {
         return 0;
 }
 
+/* rmdir(2) of a cgroup's directory p. */
+static int cgroup_rmdir(CGroupRoot *r, const char *p) {
+        if (!r->kernel) {
+                _cleanup_closedir_ DIR *d = opendir(p);
+                struct dirent *de;
+
+                while (d && (de = readdir(d)))
+                        if (de->d_type == DT_REG)
+                                (void) unlinkat(dirfd(d), de->d_name, 0);
+        }
+        return rmdir(p) < 0 ? negative_errno() : 0;
+}
+
 static void rmdir_created(CGroupRoot *r, char **created) {
         /* created holds pairs (hierarchy, path) in the order they were made; undo in reverse, so
          * that children go before their parents. */
@@ -613,7 +718,7 @@ static void rmdir_created(CGroupRoot *r, char **created) {
                 _cleanup_free_ char *p = NULL;
 
                 if (cgroup_fs_path(r, created[n - 2], created[n - 1], NULL, &p) >= 0)
-                        (void) rmdir(p);
+                        (void) cgroup_rmdir(r, p);
         }
 }
 
@@ -671,9 +776,16 @@ int cgroup_create(CGroupRoot *r, const char *path) {
                                 is_new = true;
                                 if (strv_extend(&created, *h) < 0 || strv_extend(&created, prefix) < 0)
                                         goto nomem;
-                        } else if (errno == EEXIST)
+                        } else if (errno == EEXIST) {
+                                /* Only a directory is a cgroup: the name may be an interface file of
+                                 * the parent ("cpu.shares"), which is no cgroup to complete. */
+                                k = dir_exists(r, *h, prefix);
+                                if (k <= 0) {
+                                        k = k ?: -ENOENT;
+                                        goto fail;
+                                }
                                 is_new = false;
-                        else {
+                        } else {
                                 k = negative_errno();
                                 goto fail;
                         }
@@ -812,9 +924,25 @@ int cgroup_read_cpu_usage(CGroupRoot *r, const char *path, usec_t *ret) {
         return 0;
 }
 
-/* 1 if something was removed, 0 if the cgroup was gone already (in every hierarchy). */
+/* Makes path again in the first n hierarchies, which its removal got through before it failed in
+ * the next one. */
+static void remove_undo(CGroupRoot *r, const char *path, size_t n, const CGroupSettings *settings) {
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *p = NULL;
+
+                if (cgroup_fs_path(r, r->hierarchies[i], path, NULL, &p) < 0 || mkdir(p, 0755) < 0)
+                        continue;
+                if (streq(r->hierarchies[i], "cpuset"))
+                        (void) v1_cpuset_inherit(r, path, true);
+        }
+        if (settings)
+                (void) cgroup_apply(r, path, settings, _CGROUP_MASK_ALL, NULL);
+}
+
 int cgroup_remove(CGroupRoot *r, const char *path) {
-        bool removed = false;
+        _cleanup_(cgroup_settings_done) CGroupSettings settings = CGROUP_SETTINGS_INIT;
+        bool have_settings = false, removed = false;
+        size_t i = 0;
         int k;
 
         assert_return(r, -EINVAL);
@@ -843,18 +971,24 @@ int cgroup_remove(CGroupRoot *r, const char *path) {
                         return -EBUSY;
         }
 
+        /* v1 removes one directory per hierarchy; if the kernel refuses one after others are gone
+         * (a process moved in meanwhile), the others are made again with the settings they had. */
+        if (strv_length(r->hierarchies) > 1)
+                have_settings = cgroup_read_settings(r, path, &settings) >= 0;
+
         STRV_FOREACH(h, r->hierarchies) {
                 _cleanup_free_ char *p = NULL;
 
                 k = cgroup_fs_path(r, *h, path, NULL, &p);
-                if (k < 0)
+                if (k >= 0)
+                        k = cgroup_rmdir(r, p);
+                if (k < 0 && k != -ENOENT) {
+                        /* (those that were gone already are made as well: the cgroup is whole) */
+                        remove_undo(r, path, i, have_settings ? &settings : NULL);
                         return k;
-                if (rmdir(p) < 0) {
-                        if (errno == ENOENT)
-                                continue;
-                        return negative_errno();
                 }
-                removed = true;
+                removed = removed || k >= 0;
+                i++;
         }
         return removed;
 }

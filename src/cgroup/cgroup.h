@@ -29,6 +29,9 @@ int cgroup_root_new(const char *dir, CGroupRoot **ret);
 CGroupRoot *cgroup_root_free(CGroupRoot *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CGroupRoot *, cgroup_root_free);
 
+/* procfs for cgroup_attach_many() to find where processes are ("/proc"; a fake tree in tests). */
+int cgroup_root_set_proc(CGroupRoot *r, const char *proc);
+
 /* 1 or 2. */
 int cgroup_root_version(const CGroupRoot *r) _pure_;
 const char *cgroup_root_dir(const CGroupRoot *r) _pure_;
@@ -39,7 +42,9 @@ bool cgroup_root_has_controller(const CGroupRoot *r, const char *controller);
  * Creates path (and missing parents). v2: enables cpu, io, memory, pids, cpuset in each parent's
  * cgroup.subtree_control as far as the root offers them. v1: creates the directory in every
  * hierarchy; in cpuset, copies cpuset.cpus and cpuset.mems from the parent first (the kernel
- * refuses tasks in an empty cpuset). Returns 1 if created, 0 if it existed.
+ * refuses tasks in an empty cpuset). Returns 1 if created, 0 if it existed. A name taken by
+ * something that is not a directory (an interface file of the parent) fails with -ENOTDIR. On
+ * failure the directories this call made are removed again, in every hierarchy.
  */
 int cgroup_create(CGroupRoot *r, const char *path);
 /*
@@ -62,13 +67,25 @@ int cgroup_set_cpu_max(CGroupRoot *r, const char *path, usec_t quota_usec, usec_
 int cgroup_read_cpu_periods(CGroupRoot *r, const char *path, uint64_t *ret);
 /* The CPU time path's processes used so far, µs (v2 cpu.stat usage_usec, v1 cpuacct.usage). */
 int cgroup_read_cpu_usage(CGroupRoot *r, const char *path, usec_t *ret);
-/* Removes path in every hierarchy; -EBUSY while it has processes or children. */
+/*
+ * Removes path in every hierarchy; -EBUSY while it has processes or children. All or nothing: if
+ * the kernel refuses one hierarchy after others are gone, those are made again with the settings
+ * cgroup_read_settings() found before. Returns 1 if something was removed, 0 if nothing was there.
+ */
 int cgroup_remove(CGroupRoot *r, const char *path);
+/* 1 if path is a cgroup (in any hierarchy), 0 if not, -ENOTDIR if the name is an interface file. */
 int cgroup_exists(CGroupRoot *r, const char *path);
 /* The child cgroups of path (names only, sorted). */
 int cgroup_list_children(CGroupRoot *r, const char *path, char ***ret);
 
-/* Moves pid into path (every v1 hierarchy). -ESRCH if the process is gone. */
+/*
+ * Moves the processes into path (every v1 hierarchy). All or nothing: where that takes more than one
+ * write, each process's cgroup in each hierarchy is read from procfs first, and if the kernel
+ * refuses a move (-ESRCH: a process is gone), every process moved so far is put back, and
+ * *failed (if given) is the index of the process that failed. -ENOENT if path is not a cgroup
+ * in every hierarchy.
+ */
+int cgroup_attach_many(CGroupRoot *r, const char *path, const pid_t *pids, size_t n_pids, size_t *failed);
 int cgroup_attach(CGroupRoot *r, const char *path, pid_t pid);
 /* The processes in path itself (v2 cgroup.procs; v1 the cpu hierarchy, else the first one). */
 int cgroup_get_pids(CGroupRoot *r, const char *path, pid_t **ret, size_t *ret_n);

@@ -104,20 +104,31 @@ static int cgroupfs_apply(Slice *s, const CGroupSettings *settings, CGroupSettin
 }
 
 static int cgroupfs_attach(Slice *s, const uint32_t *pids, size_t n_pids, SliceDoneFunc done, void *userdata) {
-        for (size_t i = 0; i < n_pids; i++) {
-                int r = cgroup_attach(s->manager->cgroup_root, s->cgroup, (pid_t) pids[i]);
-                if (r < 0) {
-                        char msg[64];
-                        (void) snprintf(msg, sizeof(msg), "process %" PRIu32, pids[i]);
-                        done(s, r, msg, userdata);
-                        return 0;
-                }
+        _cleanup_free_ pid_t *p = new0(pid_t, n_pids);
+        size_t failed = SIZE_MAX;
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_pids; i++)
+                p[i] = (pid_t) pids[i];
+        /* All or nothing: if one process cannot be moved, none is (cgroup_attach_many()). */
+        r = cgroup_attach_many(s->manager->cgroup_root, s->cgroup, p, n_pids, &failed);
+        if (r < 0) {
+                char which[32] = "", msg[128];
+
+                if (failed < n_pids)
+                        (void) snprintf(which, sizeof(which), "process %" PRIu32 ": ", pids[failed]);
+                (void) snprintf(msg, sizeof(msg), "%s%s; no process was moved", which, strerror(ERRNO_VALUE(r)));
+                done(s, r, msg, userdata);
+                return 0;
         }
         done(s, 0, NULL, userdata);
         return 0;
 }
 
 static int cgroupfs_remove(Slice *s, SliceDoneFunc done, void *userdata) {
+        /* All or nothing as well (cgroup_remove()). */
         int r = cgroup_remove(s->manager->cgroup_root, s->cgroup);
         done(s, r == -ENOENT ? 0 : r, r == -EBUSY ? "it still has processes" : NULL, userdata);
         return 0;

@@ -40,6 +40,30 @@ sprop() {
         busctl --address="$BUS" get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Slice1 "$2"
 }
 
+# The v1 hierarchies tonari uses (or the v2 root), each with REL-PATH appended.
+hierarchy_dirs() {
+        local h
+        if ((V2)); then
+                echo "/sys/fs/cgroup/$1"
+        else
+                for h in cpu cpuacct cpuset blkio memory pids; do
+                        echo "/sys/fs/cgroup/$h/$1"
+                done
+        fi
+}
+
+# in_everywhere PID REL-PATH: the kernel has the process in that cgroup in every hierarchy.
+in_everywhere() {
+        local h
+        if ((V2)); then
+                grep -qx "0::/$2" "/proc/$1/cgroup" || { cat "/proc/$1/cgroup" >&2; return 1; }
+                return 0
+        fi
+        for h in cpu cpuacct cpuset blkio memory pids; do
+                grep -Eq "^[0-9]+:([^:]*,)?$h(,[^:]*)?:/$2\$" "/proc/$1/cgroup" || { cat "/proc/$1/cgroup" >&2; return 1; }
+        done
+}
+
 testcase_create_show_list_remove() {
         trap '_kill_tonarids; cleanup_slices' EXIT
         start_tonarid csl
@@ -238,6 +262,58 @@ testcase_bad_input_creates_nothing() {
         assert_match "exists already" "$("${CTL[@]}" slice create "${P}p" 2>&1 || true)"
         "${CTL[@]}" slice remove "${P}p"
         stop_tonarid bad
+}
+
+# AttachProcesses moves all the processes in every hierarchy, or none: v1 moves a process one
+# hierarchy at a time, and the kernel may refuse any one of them.
+testcase_attach_all_or_nothing() {
+        if ((V2)); then
+                echo "v2 moves a process in one write; the refusals below are v1's"
+                return 0
+        fi
+        trap '_kill_tonarids; kill ${a:-} ${b:-} 2>/dev/null || true; cleanup_slices' EXIT
+        local rc err cpuset=/sys/fs/cgroup/cpuset/tonari.slice
+        start_tonarid aon
+        "${CTL[@]}" slice create "${P}src"
+        "${CTL[@]}" slice create "${P}dst"
+        sleep 600 &
+        a=$!
+        "${CTL[@]}" slice attach "${P}src" "$a"
+        in_everywhere "$a" "tonari.slice/${P}src"
+
+        # A cpuset without CPUs takes no process (ENOSPC): the third of six moves fails, the
+        # process goes back to where it was in cpu and cpuacct.
+        echo "" >"$cpuset/${P}dst/cpuset.cpus"
+        rc=0
+        err=$("${CTL[@]}" slice attach "${P}dst" "$a" 2>&1) || rc=$?
+        assert_eq 1 "$rc" "exit status of a refused attach"
+        assert_match "process $a: No space left on device; no process was moved" "$err"
+        in_everywhere "$a" "tonari.slice/${P}src"
+        assert_eq "t 0" "$(sprop "${P}dst" NrTasks)"
+        cat "$cpuset/cpuset.cpus" >"$cpuset/${P}dst/cpuset.cpus"
+
+        # A realtime process cannot enter a cpu cgroup whose cpu.rt_runtime_us is 0: of two
+        # processes given, the first, moved already, goes back.
+        if [[ -f /sys/fs/cgroup/cpu/cpu.rt_runtime_us ]]; then
+                chrt -f 1 sleep 600 &
+                b=$!
+                rc=0
+                err=$("${CTL[@]}" slice attach "${P}dst" "$a" "$b" 2>&1) || rc=$?
+                assert_eq 2 "$rc" "exit status of a refused attach"
+                assert_match "process $b: Invalid argument; no process was moved" "$err"
+                in_everywhere "$a" "tonari.slice/${P}src"
+                assert_eq "t 0" "$(sprop "${P}dst" NrTasks)"
+                kill "$b"
+        else
+                echo "no cpu.rt_runtime_us: no realtime case"
+        fi
+        "${CTL[@]}" slice attach "${P}dst" "$a"
+        in_everywhere "$a" "tonari.slice/${P}dst"
+        kill "$a"
+        wait "$a" || true
+        "${CTL[@]}" slice remove "${P}src"
+        "${CTL[@]}" slice remove "${P}dst"
+        stop_tonarid aon
 }
 
 testcase_concurrent_create_and_remove() {

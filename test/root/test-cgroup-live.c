@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/prctl.h>
@@ -26,6 +27,7 @@
 #include "fd-util.h"
 #include "fileio.h"
 #include "parse-util.h"
+#include "proc-util.h"
 #include "string-util.h"
 #include "strv.h"
 #include "tests.h"
@@ -359,6 +361,96 @@ START_TEST(test_live) {
 }
 END_TEST
 
+/* A child that only waits to be killed (and dies with us); realtime: SCHED_FIFO. */
+static pid_t fork_sleeper(bool realtime) {
+        pid_t parent = getpid(), pid;
+
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != parent)
+                        _exit(EXIT_FAILURE);
+                (void) alarm(120);
+                for (;;)
+                        pause();
+        }
+        if (realtime)
+                ck_assert_int_eq(sched_setscheduler(pid, SCHED_FIFO, &(struct sched_param) { .sched_priority = 1 }), 0);
+        return pid;
+}
+
+/* Whether pid is in path in every hierarchy (/proc/PID/cgroup, as the kernel sees it). */
+static bool in_cgroup_everywhere(const CGroupRoot *r, pid_t pid, const char *path) {
+        bool v2 = cgroup_root_version(r) == 2;
+
+        for (size_t i = 0; i < (v2 ? 1 : ELEMENTSOF(v1_hierarchies)); i++) {
+                _cleanup_free_ char *p = NULL;
+
+                ck_assert_int_eq(proc_pid_cgroup_controller("/proc", pid, v2 ? NULL : v1_hierarchies[i], &p), 0);
+                if (!streq(p + 1, path)) {
+                        printf("process %i is in %s in %s, not in %s\n", (int) pid, p, v2 ? "v2" : v1_hierarchies[i],
+                               path);
+                        return false;
+                }
+        }
+        return true;
+}
+
+/*
+ * Every multi-step operation is all or nothing on the kernel: a cgroup name that is an interface
+ * file leaves nothing behind, and a move the kernel refuses half-way puts everything back.
+ */
+START_TEST(test_live_all_or_nothing) {
+        _cleanup_(cgroup_root_freep) CGroupRoot *r = open_root();
+        _cleanup_free_ char *src = cg_path("src"), *dst = cg_path("dst"), *rt = cg_path("rt"),
+                            *shares = cg_path("cpu.shares"), *stat_ = cg_path("memory.stat");
+        bool v2 = cgroup_root_version(r) == 2;
+        size_t failed = 42;
+        pid_t a, b;
+
+        ck_assert_int_eq(cgroup_create(r, src), 1);
+        ck_assert_int_eq(cgroup_create(r, dst), 1);
+
+        /* names of interface files: refused, nothing left in any hierarchy */
+        ck_assert_int_eq(cgroup_create(r, stat_), -ENOTDIR);
+        if (!v2)
+                ck_assert_int_eq(cgroup_create(r, shares), -ENOTDIR);
+        for (size_t i = 0; i < (v2 ? 1 : ELEMENTSOF(v1_hierarchies)); i++)
+                FOREACH_ELEMENT(name, ((const char *const[]) { shares, stat_ })) {
+                        _cleanup_free_ char *p = v2 ? strjoin(CGROUP_FS "/", *name)
+                                                    : strjoin(CGROUP_FS "/", v1_hierarchies[i], "/", *name);
+                        struct stat st;
+
+                        ck_assert_msg(stat(p, &st) < 0 || !S_ISDIR(st.st_mode), "%s left behind", p);
+                }
+
+        a = fork_sleeper(false);
+        ck_assert_int_eq(cgroup_attach(r, src, a), 0);
+        ck_assert(in_cgroup_everywhere(r, a, src));
+
+        if (!v2) {
+                /* a cpuset without CPUs takes no process (ENOSPC), the third move of six */
+                ck_assert_int_eq(cgroup_write_file(r, "cpuset", dst, "cpuset.cpus", ""), 0);
+                ck_assert_int_eq(cgroup_attach_many(r, dst, &a, 1, &failed), -ENOSPC);
+                ck_assert_uint_eq(failed, 0);
+                ck_assert(in_cgroup_everywhere(r, a, src));
+
+                /* a realtime process cannot go where cpu.rt_runtime_us is 0: the other goes back */
+                if (access(CGROUP_FS "/cpu/cpu.rt_runtime_us", F_OK) >= 0) {
+                        ck_assert_int_eq(cgroup_create(r, rt), 1);
+                        b = fork_sleeper(true);
+                        ck_assert_int_eq(cgroup_attach_many(r, rt, (const pid_t[]) { a, b }, 2, &failed), -EINVAL);
+                        ck_assert_uint_eq(failed, 1);
+                        ck_assert(in_cgroup_everywhere(r, a, src));
+                        kill_and_reap(b);
+                } else
+                        printf("note: no cpu.rt_runtime_us (no RT group scheduling): no realtime case\n");
+        }
+        kill_and_reap(a);
+}
+END_TEST
+
 /* Whatever a failed test left: its processes (ours, by PID) and its cgroups, deepest first. */
 static void cleanup_tree(CGroupRoot *r, const char *path) {
         _cleanup_strv_free_ char **children = NULL;
@@ -442,6 +534,7 @@ int main(void) {
         tc = tcase_create("live");
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_live);
+        tcase_add_test(tc, test_live_all_or_nothing);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_ENV);

@@ -88,12 +88,32 @@ static void fake_strip(const char *reldir) {
 }
 
 static CGroupRoot *open_root(int version) {
+        _cleanup_free_ char *proc = NULL;
         CGroupRoot *r = NULL;
 
         ck_assert_int_eq(cgroup_root_new(fake_root, &r), 0);
+        /* where cgroup_attach_many() finds a process's cgroups (fake_proc_cgroup()) */
+        proc = fake_path("proc");
+        ck_assert_int_eq(cgroup_root_set_proc(r, proc), 0);
         ck_assert_int_eq(cgroup_root_version(r), version);
         ck_assert_str_eq(cgroup_root_dir(r), fake_root);
         return r;
+}
+
+/* /proc/PID/cgroup of a process in path: v2 (one line), or v1 (one line per hierarchy). */
+static void fake_proc_cgroup(pid_t pid, int version, const char *path) {
+        _cleanup_free_ char *f = NULL, *text = NULL;
+
+        ck_assert_int_gt(asprintf(&f, "proc/%i/cgroup", (int) pid), 0);
+        if (version == 2)
+                ck_assert_int_gt(asprintf(&text, "0::%s\n", path), 0);
+        else
+                ck_assert_int_gt(asprintf(&text,
+                                          "9:name=systemd:/\n8:pids:%s\n7:blkio:%s\n5:devices:/\n4:memory:%s\n"
+                                          "3:cpuset:%s\n2:cpuacct:%s\n1:cpu:%s\n0::/\n",
+                                          path, path, path, path, path, path),
+                                 0);
+        fake_file(f, text);
 }
 
 /* v2 */
@@ -816,6 +836,65 @@ START_TEST(test_v2_pids_attach_children_remove) {
 }
 END_TEST
 
+/* A name that is an interface file of the parent is no cgroup: refused, nothing made or kept. */
+START_TEST(test_v2_create_not_a_directory) {
+        _cleanup_(cgroup_root_freep) CGroupRoot *r = NULL;
+
+        fake_v2_root(V2_ALL);
+        r = open_root(2);
+        ck_assert_int_eq(cgroup_create(r, "tonari.slice/web"), 1);
+        fake_v2_cgroup("tonari.slice", V2_ALL);
+        fake_file("tonari.slice/memory.stat", "anon 0\n");
+
+        ck_assert_int_eq(cgroup_exists(r, "tonari.slice/memory.stat"), -ENOTDIR);
+        ck_assert_int_eq(cgroup_create(r, "tonari.slice/memory.stat"), -ENOTDIR);
+        ck_assert_int_eq(cgroup_create(r, "tonari.slice/memory.stat/x"), -ENOTDIR);
+        assert_fake_file("tonari.slice/memory.stat", "anon 0\n");
+        ck_assert_int_eq(cgroup_attach(r, "tonari.slice/memory.stat", 1234), -ENOTDIR);
+        ck_assert_int_eq(cgroup_remove(r, "tonari.slice/memory.stat"), -ENOTDIR);
+        assert_fake_file("tonari.slice/memory.stat", "anon 0\n");
+        fake_cleanup();
+}
+END_TEST
+
+/* Several processes: all of them move or none (v2 moves each process in one write). */
+START_TEST(test_v2_attach_all_or_nothing) {
+        _cleanup_(cgroup_root_freep) CGroupRoot *r = NULL;
+        _cleanup_free_ char *procs = NULL;
+        size_t failed = 42;
+
+        fake_v2_root(V2_ALL);
+        r = open_root(2);
+        ck_assert_int_eq(cgroup_create(r, "tonari.slice/web"), 1);
+        ck_assert_int_eq(cgroup_create(r, "src"), 1);
+        fake_v2_cgroup("tonari.slice/web", V2_ALL);
+        fake_v2_cgroup("src", V2_ALL);
+        fake_proc_cgroup(11, 2, "/src");
+        fake_proc_cgroup(12, 2, "/src");
+
+        /* the third process is gone before anything moved: nothing moves */
+        ck_assert_int_eq(cgroup_attach_many(r, "tonari.slice/web", (const pid_t[]) { 11, 12, 13 }, 3, &failed),
+                         -ESRCH);
+        ck_assert_uint_eq(failed, 2);
+        assert_fake_file("tonari.slice/web/cgroup.procs", "");
+
+        /* the kernel refuses the second one: the first goes back where it was */
+        procs = fake_path("tonari.slice/web/cgroup.procs");
+        ck_assert_int_eq(chmod(procs, 0444), 0);
+        if (access(procs, W_OK) < 0) { /* (root may write anyway) */
+                ck_assert_int_eq(cgroup_attach_many(r, "tonari.slice/web", (const pid_t[]) { 11, 12 }, 2, &failed),
+                                 -EACCES);
+                ck_assert_uint_eq(failed, 0);
+        }
+        ck_assert_int_eq(chmod(procs, 0644), 0);
+
+        ck_assert_int_eq(cgroup_attach_many(r, "tonari.slice/web", (const pid_t[]) { 11, 12 }, 2, &failed), 0);
+        assert_fake_file("tonari.slice/web/cgroup.procs", "12\n");
+        ck_assert_int_eq(cgroup_attach_many(r, "tonari.slice/nope", (const pid_t[]) { 11 }, 1, NULL), -ENOENT);
+        fake_cleanup();
+}
+END_TEST
+
 /* v1 */
 
 /* Six hierarchies as on the test machine; blkio without blkio.weight (no CFQ/BFQ weights). */
@@ -917,6 +996,163 @@ START_TEST(test_v1_create_rollback) {
 
                 ck_assert_msg(!fake_exists(p), "%s left behind", p);
         }
+        fake_cleanup();
+}
+END_TEST
+
+/* cgroup.procs in h/path made a directory: a write there fails as a refused move would. */
+static void fake_refuse_procs(const char *h, const char *path) {
+        _cleanup_free_ char *f = strjoin(h, "/", path, "/cgroup.procs"), *p = fake_path(f);
+
+        (void) unlink(p);
+        ck_assert_int_eq(mkdir(p, 0755), 0);
+}
+
+static void fake_accept_procs(const char *h, const char *path) {
+        _cleanup_free_ char *f = strjoin(h, "/", path, "/cgroup.procs"), *p = fake_path(f);
+
+        ck_assert_int_eq(rmdir(p), 0);
+        fake_file(f, "");
+}
+
+/* A name that is an interface file in one hierarchy: refused, and nothing is left in the others. */
+START_TEST(test_v1_create_not_a_directory) {
+        _cleanup_(cgroup_root_freep) CGroupRoot *r = NULL;
+
+        fake_v1_root(NULL);
+        r = open_root(1);
+        ck_assert_int_eq(cgroup_create(r, "tonari.slice/web"), 1);
+        fake_v1_cgroup("tonari.slice");
+        fake_file("cpu/tonari.slice/cpu.shares", "1024\n");
+        fake_file("memory/tonari.slice/memory.stat", "cache 0\n");
+
+        /* the first hierarchy has the file */
+        ck_assert_int_eq(cgroup_create(r, "tonari.slice/cpu.shares"), -ENOTDIR);
+        /* a later one has it: the four directories made before are removed again */
+        ck_assert_int_eq(cgroup_create(r, "tonari.slice/memory.stat"), -ENOTDIR);
+        FOREACH_ELEMENT(h, v1_hierarchies) {
+                _cleanup_free_ char *a = strjoin(*h, "/tonari.slice/cpu.shares"),
+                                    *b = strjoin(*h, "/tonari.slice/memory.stat");
+                struct stat st;
+                _cleanup_free_ char *pa = fake_path(a), *pb = fake_path(b);
+
+                ck_assert_msg(stat(pa, &st) < 0 || S_ISREG(st.st_mode), "%s left behind", a);
+                ck_assert_msg(stat(pb, &st) < 0 || S_ISREG(st.st_mode), "%s left behind", b);
+        }
+        assert_fake_file("cpu/tonari.slice/cpu.shares", "1024\n");
+        assert_fake_file("memory/tonari.slice/memory.stat", "cache 0\n");
+        ck_assert_int_eq(cgroup_exists(r, "tonari.slice/memory.stat"), -ENOTDIR);
+        ck_assert_int_eq(cgroup_remove(r, "tonari.slice/memory.stat"), -ENOTDIR);
+        ck_assert_int_eq(cgroup_attach(r, "tonari.slice/memory.stat", 4321), -ENOENT); /* none in cpu */
+        assert_fake_file("memory/tonari.slice/memory.stat", "cache 0\n");
+        fake_cleanup();
+}
+END_TEST
+
+/* Each v1 hierarchy is a move of its own: one the kernel refuses puts back the ones before. */
+START_TEST(test_v1_attach_all_or_nothing) {
+        _cleanup_(cgroup_root_freep) CGroupRoot *r = NULL;
+        size_t failed = 42;
+
+        fake_v1_root(NULL);
+        r = open_root(1);
+        ck_assert_int_eq(cgroup_create(r, "tonari.slice/web"), 1);
+        ck_assert_int_eq(cgroup_create(r, "src"), 1);
+        fake_v1_cgroup("tonari.slice/web");
+        fake_v1_cgroup("src");
+        fake_proc_cgroup(4321, 1, "/src");
+        fake_proc_cgroup(4322, 1, "/src");
+
+        /* refused in memory, the fifth hierarchy: back to src in the four before, untouched after */
+        fake_refuse_procs("memory", "tonari.slice/web");
+        ck_assert_int_eq(cgroup_attach_many(r, "tonari.slice/web", (const pid_t[]) { 4321 }, 1, &failed), -EISDIR);
+        ck_assert_uint_eq(failed, 0);
+        FOREACH_ELEMENT(h, v1_hierarchies) {
+                _cleanup_free_ char *p = strjoin(*h, "/src/cgroup.procs"),
+                                    *w = strjoin(*h, "/tonari.slice/web/cgroup.procs");
+                bool moved = !STR_IN_SET(*h, "memory", "pids");
+
+                assert_fake_file(p, moved ? "4321\n" : "");
+                fake_file(p, "");
+                if (!streq(*h, "memory"))
+                        fake_file(w, "");
+        }
+
+        /* two processes, the second refused: both back */
+        failed = 42;
+        ck_assert_int_eq(cgroup_attach_many(r, "tonari.slice/web", (const pid_t[]) { 4321, 4322 }, 2, &failed),
+                         -EISDIR);
+        ck_assert_uint_eq(failed, 0); /* the first one already fails in memory */
+        fake_accept_procs("memory", "tonari.slice/web");
+        FOREACH_ELEMENT(h, v1_hierarchies) {
+                _cleanup_free_ char *p = strjoin(*h, "/src/cgroup.procs"),
+                                    *w = strjoin(*h, "/tonari.slice/web/cgroup.procs");
+
+                fake_file(p, "");
+                fake_file(w, "");
+        }
+
+        /* the second process is gone before anything moved: nothing moves */
+        ck_assert_int_eq(cgroup_attach_many(r, "tonari.slice/web", (const pid_t[]) { 4321, 999 }, 2, &failed),
+                         -ESRCH);
+        ck_assert_uint_eq(failed, 1);
+        FOREACH_ELEMENT(h, v1_hierarchies) {
+                _cleanup_free_ char *p = strjoin(*h, "/tonari.slice/web/cgroup.procs");
+
+                assert_fake_file(p, "");
+        }
+
+        /* missing in one hierarchy: refused before anything moves */
+        fake_strip("pids/tonari.slice/web");
+        fake_rmdir("pids/tonari.slice/web");
+        ck_assert_int_eq(cgroup_attach(r, "tonari.slice/web", 4321), -ENOENT);
+        assert_fake_file("cpu/tonari.slice/web/cgroup.procs", "");
+        ck_assert_int_eq(cgroup_create(r, "tonari.slice/web"), 1);
+        fake_v1_cgroup("tonari.slice/web");
+
+        ck_assert_int_eq(cgroup_attach_many(r, "tonari.slice/web", (const pid_t[]) { 4321, 4322 }, 2, NULL), 0);
+        FOREACH_ELEMENT(h, v1_hierarchies) {
+                _cleanup_free_ char *p = strjoin(*h, "/tonari.slice/web/cgroup.procs"),
+                                    *q = strjoin(*h, "/src/cgroup.procs");
+
+                assert_fake_file(p, "4322\n"); /* the last write: the fake tree keeps one */
+                assert_fake_file(q, "");
+        }
+        fake_cleanup();
+}
+END_TEST
+
+/* A removal the kernel refuses in one hierarchy makes the others again, with their settings. */
+START_TEST(test_v1_remove_rollback) {
+        _cleanup_(cgroup_root_freep) CGroupRoot *r = NULL;
+        _cleanup_free_ char *fifo = NULL;
+        _cleanup_(cgroup_settings_done) CGroupSettings s = CGROUP_SETTINGS_INIT;
+
+        fake_v1_root(NULL);
+        r = open_root(1);
+        ck_assert_int_eq(cgroup_create(r, "tonari.slice/web"), 1);
+        fake_v1_cgroup("tonari.slice/web");
+        s.cpu_weight = 200;
+        s.cpu_quota_per_sec_usec = 300000;
+        s.memory_max = 64 << 20;
+        ck_assert_int_eq(cgroup_apply(r, "tonari.slice/web", &s, _CGROUP_MASK_ALL, NULL), 0);
+
+        /* rmdir works in cpu, cpuacct and cpuset, not in blkio (something that is neither an
+         * interface file nor a child cgroup keeps the fake directory, as a process that came
+         * after the check would keep the kernel's) */
+        fifo = fake_path("blkio/tonari.slice/web/busy");
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        ck_assert_int_eq(cgroup_remove(r, "tonari.slice/web"), -ENOTEMPTY);
+        FOREACH_ELEMENT(h, v1_hierarchies) {
+                _cleanup_free_ char *p = strjoin(*h, "/tonari.slice/web");
+
+                ck_assert_msg(fake_exists(p), "%s not made again", p);
+        }
+        /* (the quota needs the files the kernel gives a new cgroup: test-cgroup-live) */
+        assert_fake_file("cpu/tonari.slice/web/cpu.shares", "2048\n");
+        assert_fake_file("cpuset/tonari.slice/web/cpuset.cpus", "0-3\n");
+        assert_fake_file("cpuset/tonari.slice/web/cpuset.mems", "0\n");
+        assert_fake_file("memory/tonari.slice/web/memory.limit_in_bytes", "67108864\n");
         fake_cleanup();
 }
 END_TEST
@@ -1210,6 +1446,7 @@ START_TEST(test_v1_usage_pids_attach_remove) {
         ck_assert_int_eq(cgroup_create(r, "tonari.slice/web"), 1);
         fake_v1_cgroup("tonari.slice/web");
 
+        fake_proc_cgroup(4321, 1, "/");
         ck_assert_int_eq(cgroup_attach(r, "tonari.slice/web", 4321), 0);
         FOREACH_ELEMENT(h, v1_hierarchies) {
                 _cleanup_free_ char *p = strjoin(*h, "/tonari.slice/web/cgroup.procs");
@@ -1323,6 +1560,7 @@ START_TEST(test_v1_comounted) {
         ck_assert(fake_exists("cpu,cpuacct/a"));
         fake_v1_cgroup("a");
         fake_file("cpuacct/a/cpuacct.usage", "2000\n");
+        fake_file("proc/77/cgroup", "3:memory:/\n2:cpu,cpuacct:/\n");
         ck_assert_int_eq(cgroup_attach(r, "a", 77), 0);
         assert_fake_file("cpu,cpuacct/a/cgroup.procs", "77\n");
         assert_fake_file("memory/a/cgroup.procs", "77\n");
@@ -1347,4 +1585,5 @@ TEST_SUITE("cgroup", test_root_new, test_path_validation, test_v1_controller_val
            test_v2_usage, test_v2_pids_attach_children_remove, test_v1_create, test_v1_create_rollback,
            test_v1_apply, test_v1_apply_cpu_quota, test_v1_apply_io_limits, test_v1_missing_hierarchy,
            test_v1_memory_unlimited, test_v1_usage_pids_attach_remove, test_v1_pids_without_cpu,
-           test_v1_comounted)
+           test_v1_comounted, test_v2_create_not_a_directory, test_v2_attach_all_or_nothing,
+           test_v1_create_not_a_directory, test_v1_attach_all_or_nothing, test_v1_remove_rollback)

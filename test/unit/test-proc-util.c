@@ -84,4 +84,38 @@ START_TEST(test_cgroup_parse) {
 }
 END_TEST
 
-TEST_SUITE("proc-util", test_stat_parse, test_kernel_thread, test_real_proc, test_cgroup_parse)
+/* One hierarchy's line: where cgroup_attach_many() puts a process back. */
+START_TEST(test_cgroup_parse_controller) {
+        static const char hybrid[] = "9:name=systemd:/\n8:pids:/x\n4:memory:/m/n\n2:cpu,cpuacct:/tonari.slice/web\n0::/u\n";
+        char *p = NULL;
+
+        ck_assert_int_eq(proc_cgroup_parse_controller(hybrid, "pids", &p), 0);
+        ck_assert_str_eq(p, "/x");
+        p = mfree(p);
+        ck_assert_int_eq(proc_cgroup_parse_controller(hybrid, "memory", &p), 0);
+        ck_assert_str_eq(p, "/m/n");
+        p = mfree(p);
+        ck_assert_int_eq(proc_cgroup_parse_controller(hybrid, "cpuacct", &p), 0); /* co-mounted */
+        ck_assert_str_eq(p, "/tonari.slice/web");
+        p = mfree(p);
+        ck_assert_int_eq(proc_cgroup_parse_controller(hybrid, NULL, &p), 0); /* v2 */
+        ck_assert_str_eq(p, "/u");
+        p = mfree(p);
+        ck_assert_int_eq(proc_cgroup_parse_controller(hybrid, "blkio", &p), -ENODATA);
+        ck_assert_int_eq(proc_cgroup_parse_controller(hybrid, "cpu,cpuacct", &p), -ENODATA);
+        ck_assert_int_eq(proc_cgroup_parse_controller("4:memory:/a\n", NULL, &p), -ENODATA);
+        /* every line is checked, also after the one looked for */
+        ck_assert_int_eq(proc_cgroup_parse_controller("4:memory:/a\ngarbage\n", "memory", &p), -EBADMSG);
+        ck_assert_ptr_null(p);
+
+        ck_assert_int_eq(proc_pid_cgroup_controller("/proc", getpid(), NULL, &p) == 0 ||
+                                 proc_pid_cgroup_controller("/proc", getpid(), "cpu", &p) == 0,
+                         1);
+        ck_assert_int_eq(p[0], '/');
+        free(p);
+        ck_assert_int_eq(proc_pid_cgroup_controller("/proc", 0, NULL, &p), -EINVAL);
+}
+END_TEST
+
+TEST_SUITE("proc-util", test_stat_parse, test_kernel_thread, test_real_proc, test_cgroup_parse,
+           test_cgroup_parse_controller)
