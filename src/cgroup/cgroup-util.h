@@ -34,6 +34,26 @@ int cgroup_parse_proc_cgroups(const char *text, char ***ret_controllers);
  */
 int cgroup_detect(const char *root, CGroupMode *ret_mode, char ***ret_v2_controllers, char ***ret_v1_controllers);
 
+/*
+ * A cgroup's directory holds its interface files and its children side by side, so a child named
+ * like an interface file ("memory.stat", "cpu.shares", "tasks") cannot be made where the file
+ * exists, and where it does not exist yet (a controller not enabled, or one a later kernel adds)
+ * the child takes the name from the file. As systemd does for unit cgroups (cg_escape()), such a
+ * name gets a leading '_' on disk: "memory.stat" lives in "_memory.stat". A name that starts with
+ * '_' followed by such a name is escaped as well ("_memory.stat" in "__memory.stat"), any other
+ * name is its own directory ("web", "_web"), so the mapping is one-to-one and the directories of
+ * existing cgroups keep their names.
+ *
+ * Reserved: "tasks", "notify_on_release", "release_agent" (v1's core files), and every name whose
+ * part before the first '.' is "cgroup" or a kernel controller ("cpu", "memory", "io", ...; "irq"
+ * for v2's irq.pressure).
+ */
+bool cgroup_name_needs_escape(const char *name) _pure_;
+/* The directory name for name (a filename_is_valid() name). */
+int cgroup_name_escape(const char *name, char **ret);
+/* The name a directory stands for; -EINVAL if dir is no name cgroup_name_escape() gives. */
+int cgroup_name_unescape(const char *dir, char **ret);
+
 /* Resource settings in systemd's units and meaning (systemd.resource-control(5)). */
 #define CGROUP_WEIGHT_UNSET UINT64_MAX
 #define CGROUP_WEIGHT_MIN UINT64_C(1)

@@ -1463,6 +1463,8 @@ int cgroup_apply(CGroupRoot *r, const char *path, const CGroupSettings *s, CGrou
                 return k;
         if (k == 0)
                 return -ENOENT;
+        if (mask == 0)
+                return 0;
 
         if (r->version == 2) {
                 /* What this cgroup got from its parent: the controllers whose files it has. */

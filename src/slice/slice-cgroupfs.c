@@ -14,11 +14,20 @@
 /*
  * The cgroupfs backend, for hosts where systemd does not manage the cgroup tree: each slice is the
  * directory tonari.slice/<name> below the configured root, in the v2 hierarchy or in every v1
- * hierarchy. Everything here is synchronous: done() is called before the function returns.
+ * hierarchy; a name that is also a cgroup interface file ("memory.stat") gets a leading '_' there
+ * (cgroup_name_escape()). Everything here is synchronous: done() is called before the function
+ * returns.
  */
 
 static int cgroupfs_path(const char *name, char **ret) {
-        char *p = strjoin(SLICE_CGROUPFS_PARENT "/", name);
+        _cleanup_free_ char *dir = NULL;
+        char *p;
+        int r;
+
+        r = cgroup_name_escape(name, &dir);
+        if (r < 0)
+                return r;
+        p = strjoin(SLICE_CGROUPFS_PARENT "/", dir);
         if (!p)
                 return -ENOMEM;
         *ret = p;
@@ -36,22 +45,24 @@ static int cgroupfs_adopt(SliceManager *m) {
                 return r;
 
         STRV_FOREACH(c, children) {
+                _cleanup_free_ char *name = NULL;
                 Slice *s;
 
-                if (!slice_name_is_valid(*c)) {
+                if (cgroup_name_unescape(*c, &name) < 0 || !slice_name_is_valid(name)) {
                         _cleanup_free_ char *e = cescape(*c);
-                        log_warning("Slices: ignoring '%s/%s': not a valid slice name.", SLICE_CGROUPFS_PARENT, strna(e));
+                        log_warning("Slices: ignoring '%s/%s': not a directory of a valid slice name.",
+                                    SLICE_CGROUPFS_PARENT, strna(e));
                         continue;
                 }
-                r = slice_new(m, *c, &s);
+                r = slice_new(m, name, &s);
                 if (r < 0)
                         return r;
-                r = cgroupfs_path(*c, &s->cgroup);
+                r = cgroupfs_path(name, &s->cgroup);
                 if (r < 0)
                         return r;
                 r = cgroup_read_settings(m->cgroup_root, s->cgroup, &s->settings);
                 if (r < 0)
-                        log_warning_errno(r, "Slices: cannot read the settings of '%s', showing defaults: %m", *c);
+                        log_warning_errno(r, "Slices: cannot read the settings of '%s', showing defaults: %m", name);
                 s->state = SLICE_ACTIVE;
         }
         return 0;

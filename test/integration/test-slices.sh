@@ -37,7 +37,14 @@ slice_dir() {
 }
 
 sprop() {
-        busctl --address="$BUS" get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Slice1 "$2"
+        busctl --address="$BUS" get-property org.tonari.Manager1 "/org/tonari/slice/$(bus_label "$1")" \
+                org.tonari.Slice1 "$2"
+}
+
+# bus_label NAME: the slice's object path label (sd_bus_path_encode(): bytes other than [A-Za-z0-9]
+# as _XX).
+bus_label() {
+        python3 -c 'import sys; print("".join(c if c.isalnum() and c.isascii() else "_%02x" % ord(c) for c in sys.argv[1]))' "$1"
 }
 
 # The v1 hierarchies tonari uses (or the v2 root), each with REL-PATH appended.
@@ -62,6 +69,15 @@ in_everywhere() {
         for h in cpu cpuacct cpuset blkio memory pids; do
                 grep -Eq "^[0-9]+:([^:]*,)?$h(,[^:]*)?:/$2\$" "/proc/$1/cgroup" || { cat "/proc/$1/cgroup" >&2; return 1; }
         done
+}
+
+# memory_max NAME-DIR: the kernel's memory limit of tonari.slice/NAME-DIR.
+memory_max() {
+        if ((V2)); then
+                cat "/sys/fs/cgroup/tonari.slice/$1/memory.max"
+        else
+                cat "/sys/fs/cgroup/memory/tonari.slice/$1/memory.limit_in_bytes"
+        fi
 }
 
 testcase_create_show_list_remove() {
@@ -262,6 +278,81 @@ testcase_bad_input_creates_nothing() {
         assert_match "exists already" "$("${CTL[@]}" slice create "${P}p" 2>&1 || true)"
         "${CTL[@]}" slice remove "${P}p"
         stop_tonarid bad
+}
+
+# Names that are cgroup interface files: cpu.shares is a file of every v1 cpu cgroup, memory.stat of
+# every memory cgroup, and so on. Their directories get a leading '_', the slices keep their names;
+# create, attach, a crash, adoption and removal leave nothing behind in any hierarchy.
+RESERVED_NAMES="cpu.shares memory.stat pids.max cpuacct.usage memory.limit_in_bytes"
+
+remove_reserved_dirs() {
+        local n d pid
+        for n in $RESERVED_NAMES; do
+                for d in $(hierarchy_dirs "tonari.slice/_$n") $(hierarchy_dirs "tonari.slice/$n"); do
+                        [[ -d $d ]] || continue
+                        for pid in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+                        rmdir "$d" 2>/dev/null || sleep 0.2
+                        rmdir "$d" 2>/dev/null || true
+                done
+        done
+}
+
+testcase_reserved_names() {
+        trap '_kill_tonarids; kill ${sleeper:-} 2>/dev/null || true; remove_reserved_dirs; cleanup_slices' EXIT
+        local n d pid
+        # The names are fixed, not unique to this run: one run at a time on this host.
+        exec {lock}>/run/lock/tonari-test-reserved-names.lock
+        flock -w 900 "$lock"
+        start_tonarid reserved
+        "${CTL[@]}" slice create "${P}dst"
+        sleep 600 &
+        sleeper=$!
+        for n in $RESERVED_NAMES; do
+                "${CTL[@]}" slice create "$n" CPUQuota=30% MemoryMax=64M
+                assert_eq "s \"$n\"" "$(sprop "$n" Name)"
+                assert_eq "s \"/tonari.slice/_$n\"" "$(sprop "$n" ControlGroup)"
+                for d in $(hierarchy_dirs "tonari.slice/_$n"); do
+                        [[ -d $d ]] || { echo "$d missing"; return 1; }
+                done
+                assert_eq 67108864 "$(memory_max "_$n")"
+                "${CTL[@]}" slice attach "$n" "$sleeper"
+                in_everywhere "$sleeper" "tonari.slice/_$n"
+                assert_eq "t 1" "$(sprop "$n" NrTasks)"
+                assert_eq "1 /tonari.slice/_$n" \
+                        "$("${CTL[@]}" --no-legend slice list | awk -v n="$n" '$1 == n { print $2, $NF }')"
+        done
+
+        # A crash: adopted again under the names given, with their settings.
+        pid=$(cat "$TESTDIR/reserved.tonarid.pid")
+        kill -KILL "$pid"
+        wait "$pid" || true
+        rm -f "$TESTDIR/reserved.tonarid.pid"
+        start_tonarid reserved
+        for n in $RESERVED_NAMES; do
+                assert_eq "s \"/tonari.slice/_$n\"" "$(sprop "$n" ControlGroup)"
+                assert_eq "t 300000" "$(sprop "$n" CPUQuotaPerSecUSec)"
+                assert_eq "t 67108864" "$(sprop "$n" MemoryMax)"
+        done
+        in_everywhere "$sleeper" "tonari.slice/_${RESERVED_NAMES##* }"
+
+        for n in $RESERVED_NAMES; do
+                "${CTL[@]}" slice remove "$n" --move-to="${P}dst"
+                for d in $(hierarchy_dirs "tonari.slice/_$n") $(hierarchy_dirs "tonari.slice/$n"); do
+                        [[ ! -d $d ]] || { echo "$d left behind"; return 1; }
+                done
+                assert_rc 5 "${CTL[@]}" slice show "$n"
+        done
+        in_everywhere "$sleeper" "tonari.slice/${P}dst"
+        # The kernel's own files of tonari.slice are what they were.
+        if ((V2)); then
+                [[ -f /sys/fs/cgroup/tonari.slice/memory.stat ]]
+        else
+                [[ -f /sys/fs/cgroup/cpu/tonari.slice/cpu.shares && -f /sys/fs/cgroup/memory/tonari.slice/memory.stat ]]
+        fi
+        kill "$sleeper"
+        wait "$sleeper" || true
+        "${CTL[@]}" slice remove "${P}dst"
+        stop_tonarid reserved
 }
 
 # AttachProcesses moves all the processes in every hierarchy, or none: v1 moves a process one

@@ -787,10 +787,58 @@ START_TEST(test_blkio_bytes_parse) {
 }
 END_TEST
 
+/* Names that are interface files get a '_' on disk; the mapping is one-to-one and round-trips. */
+START_TEST(test_name_escape) {
+        static const char *const reserved[] = {
+                "cpu.shares", "memory.stat", "pids.max", "cpuacct.usage", "memory.limit_in_bytes",
+                "cgroup.procs", "cgroup.anything", "io.max", "blkio.weight", "cpuset.cpus", "hugetlb.2MB.max",
+                "rdma.max", "misc.current", "irq.pressure", "net_cls.classid", "perf_event.x", "devices.list",
+                "freezer.state", "tasks", "notify_on_release", "release_agent", "cpu.",
+        };
+        static const char *const plain[] = {
+                "web", "a", "_web", "__web", "_", "cpu", "memory", "web.memory.stat", "cpux.shares", "Cpu.shares",
+                "tasks2", "my-tasks", "io", "x.cpu.max", "cpu@1", "cpu:max",
+        };
+        char *e = NULL, *u = NULL;
+
+        FOREACH_ELEMENT(n, reserved) {
+                _cleanup_free_ char *under = strjoin("_", *n), *twice = strjoin("__", *n);
+
+                ck_assert_msg(cgroup_name_needs_escape(*n), "'%s' not escaped", *n);
+                ck_assert_int_eq(cgroup_name_escape(*n, &e), 0);
+                ck_assert_str_eq(e, under);
+                ck_assert_int_eq(cgroup_name_unescape(e, &u), 0);
+                ck_assert_str_eq(u, *n);
+                e = mfree(e);
+                u = mfree(u);
+                /* "_memory.stat" as a name must not be mistaken for the escaped "memory.stat" */
+                ck_assert(cgroup_name_needs_escape(under));
+                ck_assert_int_eq(cgroup_name_escape(under, &e), 0);
+                ck_assert_str_eq(e, twice);
+                ck_assert_int_eq(cgroup_name_unescape(e, &u), 0);
+                ck_assert_str_eq(u, under);
+                e = mfree(e);
+                u = mfree(u);
+                /* a directory with a reserved name is none tonari makes */
+                ck_assert_int_eq(cgroup_name_unescape(*n, &u), -EINVAL);
+                ck_assert_ptr_null(u);
+        }
+        FOREACH_ELEMENT(n, plain) {
+                ck_assert_msg(!cgroup_name_needs_escape(*n), "'%s' escaped", *n);
+                ck_assert_int_eq(cgroup_name_escape(*n, &e), 0);
+                ck_assert_str_eq(e, *n);
+                ck_assert_int_eq(cgroup_name_unescape(*n, &u), 0);
+                ck_assert_str_eq(u, *n);
+                e = mfree(e);
+                u = mfree(u);
+        }
+}
+END_TEST
+
 TEST_SUITE("cgroup-util", test_parse_proc_cgroups, test_detect_unified, test_detect_hybrid,
            test_detect_legacy_and_none, test_detect_garbage, test_settings_done_copy_find,
            test_settings_copy_sparse, test_cpu_quota_per_period, test_cpu_max_format, test_cpu_max_parse,
            test_cpu_max_parse_garbage, test_cpu_max_round_trip, test_cpu_weight_shares, test_io_weight_blkio,
            test_limit_parse, test_limit_format, test_io_max_format_line, test_io_max_parse,
            test_io_max_parse_garbage, test_blkio_throttle_parse, test_blkio_throttle_parse_garbage,
-           test_cpu_stat_parse, test_io_stat_parse, test_blkio_bytes_parse)
+           test_cpu_stat_parse, test_io_stat_parse, test_blkio_bytes_parse, test_name_escape)
