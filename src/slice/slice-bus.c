@@ -281,10 +281,13 @@ static int read_settings(sd_bus_message *m, SliceManager *sm, CGroupSettings *s,
         if (r < 0)
                 return r;
 
-        r = slice_settings_validate(s, mask, sm->online_cpus, sm->online_cpus_size, sm->online_nodes,
-                                    sm->online_nodes_size, &why);
+        r = slice_settings_validate(s, mask, sm->page_size, sm->online_cpus, sm->online_cpus_size,
+                                    sm->online_nodes, sm->online_nodes_size, &why);
         if (r < 0)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, why ?: "Invalid slice settings.");
+        /* What the kernel will hold, so that the property says what is in force, now and after a
+         * restart (systemd would pass a value on as given, and the kernel round it down). */
+        (void) slice_settings_round(s, mask, sm->page_size);
 
         *ret_mask = mask;
         return 0;

@@ -63,7 +63,9 @@ static int cgroupfs_adopt(SliceManager *m) {
                 r = cgroup_read_settings(m->cgroup_root, s->cgroup, &s->settings);
                 if (r < 0)
                         log_warning_errno(r, "Slices: cannot read the settings of '%s', showing defaults: %m", name);
-                s->state = SLICE_ACTIVE;
+                r = slice_adopted(s);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }

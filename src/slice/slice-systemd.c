@@ -97,7 +97,9 @@ static int systemd_adopt(SliceManager *m) {
                         log_warning_errno(r, "Slices: cannot read the settings of '%s', showing defaults: %m", *u);
                 if (cgroup && cgroup[0] == '/' && cgroup[1])
                         (void) free_and_strdup(&s->cgroup, cgroup + 1);
-                s->state = SLICE_ACTIVE;
+                r = slice_adopted(s);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }

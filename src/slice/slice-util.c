@@ -108,9 +108,22 @@ static int64_t first_not_online(const uint8_t *mask, size_t size, const uint8_t 
         return -1;
 }
 
-int slice_settings_validate(const CGroupSettings *s, CGroupSettingMask mask, const uint8_t *online_cpus,
-                            size_t online_cpus_size, const uint8_t *online_nodes, size_t online_nodes_size,
-                            char **ret_error) {
+static const char *const io_limit_properties[_CGROUP_IO_LIMIT_TYPE_MAX] = {
+        [CGROUP_IO_RBPS] = "IOReadBandwidthMax",
+        [CGROUP_IO_WBPS] = "IOWriteBandwidthMax",
+        [CGROUP_IO_RIOPS] = "IOReadIOPSMax",
+        [CGROUP_IO_WIOPS] = "IOWriteIOPSMax",
+};
+
+static bool io_limit_is_iops(CGroupIOLimitType t) {
+        return t == CGROUP_IO_RIOPS || t == CGROUP_IO_WIOPS;
+}
+
+int slice_settings_validate(const CGroupSettings *s, CGroupSettingMask mask, uint64_t page_size,
+                            const uint8_t *online_cpus, size_t online_cpus_size, const uint8_t *online_nodes,
+                            size_t online_nodes_size, char **ret_error) {
+        page_size = MAX(page_size, UINT64_C(1));
+
         if ((mask & CGROUP_MASK_CPU_WEIGHT) && !weight_ok(s->cpu_weight))
                 return fail(ret_error, ERANGE, "Invalid CPUWeight %" PRIu64 ": expected 1-10000.", s->cpu_weight);
         if ((mask & CGROUP_MASK_IO_WEIGHT) && !weight_ok(s->io_weight))
@@ -134,10 +147,18 @@ int slice_settings_validate(const CGroupSettings *s, CGroupSettingMask mask, con
                                     period);
         }
 
-        if ((mask & CGROUP_MASK_MEMORY_MAX) && s->memory_max == 0)
-                return fail(ret_error, ERANGE, "Invalid MemoryMax 0: use a positive size, or UINT64_MAX for none.");
-        if ((mask & CGROUP_MASK_MEMORY_HIGH) && s->memory_high == 0)
-                return fail(ret_error, ERANGE, "Invalid MemoryHigh 0: use a positive size, or UINT64_MAX for none.");
+        /* The kernel counts memory in pages and rounds a limit down to them: below one page it
+         * would hold 0, which kills every process that is attached (systemd refuses 0 too). */
+        if ((mask & CGROUP_MASK_MEMORY_MAX) && s->memory_max < page_size)
+                return fail(ret_error, ERANGE,
+                            "Invalid MemoryMax %" PRIu64 ": below one page (%" PRIu64 " bytes), the smallest limit "
+                            "the kernel can hold; use at least %" PRIu64 ", or UINT64_MAX for none.",
+                            s->memory_max, page_size, page_size);
+        if ((mask & CGROUP_MASK_MEMORY_HIGH) && s->memory_high < page_size)
+                return fail(ret_error, ERANGE,
+                            "Invalid MemoryHigh %" PRIu64 ": below one page (%" PRIu64 " bytes), the smallest limit "
+                            "the kernel can hold; use at least %" PRIu64 ", or UINT64_MAX for none.",
+                            s->memory_high, page_size, page_size);
 
         if (mask & CGROUP_MASK_IO_LIMITS)
                 for (size_t i = 0; i < s->n_io_limits; i++) {
@@ -146,12 +167,22 @@ int slice_settings_validate(const CGroupSettings *s, CGroupSettingMask mask, con
                          * be removed. The cgroupfs backend refuses to write them. */
                         if (!l->path)
                                 return fail(ret_error, EINVAL, "IO limit without a device path.");
-                        for (int t = 0; t < _CGROUP_IO_LIMIT_TYPE_MAX; t++)
+                        for (int t = 0; t < _CGROUP_IO_LIMIT_TYPE_MAX; t++) {
                                 if (l->limit[t] == 0)
                                         return fail(ret_error, ERANGE,
                                                     "Invalid IO limit 0 for '%s': use a positive value, or "
                                                     "UINT64_MAX to remove the limit.",
                                                     l->path);
+                                /* The kernel keeps IOPS limits in 32 bits, UINT32_MAX meaning none:
+                                 * a larger value would be cut to its low bits (v1) or be none (v2). */
+                                if (io_limit_is_iops(t) && l->limit[t] != CGROUP_LIMIT_MAX &&
+                                    l->limit[t] > SLICE_IOPS_MAX)
+                                        return fail(ret_error, ERANGE,
+                                                    "Invalid %s %" PRIu64 " for '%s': the kernel holds at most %" PRIu64
+                                                    ", or UINT64_MAX for none.",
+                                                    io_limit_properties[t], l->limit[t], l->path,
+                                                    (uint64_t) SLICE_IOPS_MAX);
+                        }
                 }
 
         if ((mask & CGROUP_MASK_ALLOWED_CPUS) && online_cpus) {
@@ -165,6 +196,162 @@ int slice_settings_validate(const CGroupSettings *s, CGroupSettingMask mask, con
                         return fail(ret_error, EINVAL, "Invalid AllowedMemoryNodes: NUMA node %" PRIi64 " is not online.",
                                     bad);
         }
+        return 0;
+}
+
+static bool round_to_pages(uint64_t *v, uint64_t page_size) {
+        uint64_t r;
+
+        if (*v == CGROUP_LIMIT_MAX || *v < page_size)
+                return false;
+        r = *v - *v % page_size;
+        if (r == *v)
+                return false;
+        *v = r;
+        return true;
+}
+
+CGroupSettingMask slice_settings_round(CGroupSettings *s, CGroupSettingMask mask, uint64_t page_size) {
+        CGroupSettingMask changed = 0;
+
+        page_size = MAX(page_size, UINT64_C(1));
+        if ((mask & CGROUP_MASK_MEMORY_MAX) && round_to_pages(&s->memory_max, page_size))
+                changed |= CGROUP_MASK_MEMORY_MAX;
+        if ((mask & CGROUP_MASK_MEMORY_HIGH) && round_to_pages(&s->memory_high, page_size))
+                changed |= CGROUP_MASK_MEMORY_HIGH;
+        return changed;
+}
+
+static int report_add(char ***report, const char *format, ...) _printf_(2, 3);
+static int report_add(char ***report, const char *format, ...) {
+        va_list ap;
+        char *t;
+        int n;
+
+        va_start(ap, format);
+        n = vasprintf(&t, format, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        return strv_consume(report, t);
+}
+
+/* Drops the indexes of mask that are not in online; true if there were any. */
+static bool mask_keep_online(uint8_t *mask, size_t size, const uint8_t *online, size_t online_size) {
+        bool changed = false;
+
+        for (size_t i = 0; i < size; i++) {
+                uint8_t keep = i < online_size ? mask[i] & online[i] : 0;
+
+                changed = changed || keep != mask[i];
+                mask[i] = keep;
+        }
+        return changed;
+}
+
+int slice_settings_make_valid(CGroupSettings *s, uint64_t page_size, const uint8_t *online_cpus,
+                              size_t online_cpus_size, const uint8_t *online_nodes, size_t online_nodes_size,
+                              CGroupSettingMask *ret_changed, char **ret_report) {
+        _cleanup_strv_free_ char **report = NULL;
+        CGroupSettingMask changed;
+        char *joined;
+        int r = 0;
+
+        page_size = MAX(page_size, UINT64_C(1));
+
+        /* What the API rounds, rounded. */
+        changed = slice_settings_round(s, _CGROUP_MASK_ALL, page_size);
+        if (changed & CGROUP_MASK_MEMORY_MAX)
+                r = report_add(&report, "MemoryMax= not a whole number of pages (rounded down to %" PRIu64 ")",
+                               s->memory_max);
+        if (r >= 0 && (changed & CGROUP_MASK_MEMORY_HIGH))
+                r = report_add(&report, "MemoryHigh= not a whole number of pages (rounded down to %" PRIu64 ")",
+                               s->memory_high);
+
+        /* What it refuses, replaced by the nearest value it accepts. */
+        for (CGroupSettingMask m = 1; r >= 0 && m < _CGROUP_MASK_ALL; m <<= 1) {
+                _cleanup_free_ char *why = NULL;
+
+                if (slice_settings_validate(s, m, page_size, online_cpus, online_cpus_size, online_nodes,
+                                            online_nodes_size, &why) >= 0)
+                        continue;
+                changed |= m;
+                r = report_add(&report, "%s", strna(why));
+                if (r < 0)
+                        break;
+
+                switch (m) {
+                case CGROUP_MASK_CPU_WEIGHT:
+                        s->cpu_weight = MIN(MAX(s->cpu_weight, CGROUP_WEIGHT_MIN), CGROUP_WEIGHT_MAX);
+                        break;
+                case CGROUP_MASK_IO_WEIGHT:
+                        s->io_weight = MIN(MAX(s->io_weight, CGROUP_WEIGHT_MIN), CGROUP_WEIGHT_MAX);
+                        break;
+                case CGROUP_MASK_CPU_QUOTA: {
+                        usec_t period;
+
+                        if (s->cpu_quota_period_usec != USEC_INFINITY &&
+                            (s->cpu_quota_period_usec < CGROUP_CPU_QUOTA_PERIOD_MIN_USEC ||
+                             s->cpu_quota_period_usec > CGROUP_CPU_QUOTA_PERIOD_MAX_USEC))
+                                s->cpu_quota_period_usec = USEC_INFINITY;
+                        period = s->cpu_quota_period_usec == USEC_INFINITY ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
+                                                                           : s->cpu_quota_period_usec;
+                        /* The smallest quota per second that gives the kernel's minimum per period. */
+                        if (s->cpu_quota_per_sec_usec != USEC_INFINITY)
+                                s->cpu_quota_per_sec_usec = MAX(s->cpu_quota_per_sec_usec,
+                                                                (CGROUP_CPU_QUOTA_MIN_USEC * USEC_PER_SEC + period - 1) /
+                                                                        period);
+                        break;
+                }
+                case CGROUP_MASK_MEMORY_MAX:
+                        s->memory_max = page_size;
+                        break;
+                case CGROUP_MASK_MEMORY_HIGH:
+                        s->memory_high = page_size;
+                        break;
+                case CGROUP_MASK_IO_LIMITS: {
+                        size_t n = 0;
+
+                        for (size_t i = 0; i < s->n_io_limits; i++) {
+                                CGroupIODeviceLimit *l = s->io_limits + i;
+
+                                if (!l->path)
+                                        continue; /* no device to name: dropped */
+                                for (int t = 0; t < _CGROUP_IO_LIMIT_TYPE_MAX; t++)
+                                        if (l->limit[t] == 0)
+                                                l->limit[t] = CGROUP_LIMIT_MAX;
+                                        else if (io_limit_is_iops(t) && l->limit[t] != CGROUP_LIMIT_MAX)
+                                                l->limit[t] = MIN(l->limit[t], (uint64_t) SLICE_IOPS_MAX);
+                                s->io_limits[n++] = *l;
+                        }
+                        s->n_io_limits = n;
+                        break;
+                }
+                case CGROUP_MASK_ALLOWED_CPUS:
+                        if (online_cpus)
+                                (void) mask_keep_online(s->allowed_cpus, s->allowed_cpus_size, online_cpus,
+                                                        online_cpus_size);
+                        break;
+                case CGROUP_MASK_ALLOWED_MEMS:
+                        if (online_nodes)
+                                (void) mask_keep_online(s->allowed_mems, s->allowed_mems_size, online_nodes,
+                                                        online_nodes_size);
+                        break;
+                case _CGROUP_MASK_ALL:
+                        break;
+                }
+        }
+        if (r < 0)
+                return r;
+
+        if (strv_isempty(report))
+                joined = strdup("");
+        else
+                joined = strv_join(report, "; ");
+        if (!joined)
+                return -ENOMEM;
+        *ret_changed = changed;
+        *ret_report = joined;
         return 0;
 }
 

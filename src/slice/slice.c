@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc-util.h"
 #include "fileio.h"
@@ -46,6 +47,7 @@ static int read_online_mask(const char *path, unsigned max, uint8_t **ret, size_
 int slice_manager_new(sd_bus *bus, SliceBackendType type, bool systemd_pid1, bool systemd_usable,
                       const char *cgroup_dir, SliceManager **ret) {
         _cleanup_(slice_manager_freep) SliceManager *m = NULL;
+        long page;
         int r;
 
         m = new0(SliceManager, 1);
@@ -61,6 +63,8 @@ int slice_manager_new(sd_bus *bus, SliceBackendType type, bool systemd_pid1, boo
                              &m->online_nodes_size);
         if (r < 0)
                 log_debug_errno(r, "Cannot read the online NUMA nodes, not checking AllowedMemoryNodes= against them: %m");
+        page = sysconf(_SC_PAGESIZE);
+        m->page_size = page > 0 ? (uint64_t) page : 4096;
 
         if (type == SLICE_BACKEND_AUTO)
                 type = systemd_usable ? SLICE_BACKEND_SYSTEMD : SLICE_BACKEND_CGROUPFS;
@@ -185,6 +189,53 @@ Slice *slice_free(Slice *s) {
         free(s->scope);
         free(s->cgroup);
         return mfree(s);
+}
+
+static void adopted_written(Slice *s, int error, const char *message, void *userdata) {
+        (void) userdata;
+        s->state = SLICE_ACTIVE;
+        if (error < 0)
+                log_struct_errno(LOG_WARNING, error, "TONARI_SLICE=%s", s->name,
+                                 LOG_MESSAGE("Slices: failed to write the corrected settings of '%s' (%s): %s", s->name,
+                                             s->manager->backend->name, message ?: strerror(ERRNO_VALUE(error))));
+}
+
+int slice_adopted(Slice *s) {
+        SliceManager *m = s->manager;
+        _cleanup_(cgroup_settings_done) CGroupSettings valid = CGROUP_SETTINGS_INIT;
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *report = NULL, *list = NULL;
+        CGroupSettingMask changed;
+        int r;
+
+        s->state = SLICE_ACTIVE;
+
+        r = cgroup_settings_copy(&valid, &s->settings);
+        if (r < 0)
+                return r;
+        r = slice_settings_make_valid(&valid, m->page_size, m->online_cpus, m->online_cpus_size, m->online_nodes,
+                                      m->online_nodes_size, &changed, &report);
+        if (r < 0)
+                return r;
+        if (changed == 0)
+                return 0;
+
+        if (slice_mask_to_properties(changed, &names) >= 0)
+                list = strv_join(names, " ");
+        log_struct(LOG_WARNING, "TONARI_SLICE=%s", s->name, "TONARI_REASON=adopted-invalid-settings",
+                   LOG_MESSAGE("Slices: '%s' was found with settings tonari's API does not accept (%s); adopting the "
+                               "nearest valid values of %s and writing them.",
+                               s->name, report, strna(list)));
+        /* The slice shows the valid values from now on; the backend writes them (the cgroupfs
+         * backend at once, systemd when its job is done). */
+        cgroup_settings_done(&s->settings);
+        s->settings = valid;
+        valid = CGROUP_SETTINGS_INIT;
+        s->state = SLICE_BUSY;
+        r = m->backend->apply(s, &s->settings, changed, adopted_written, NULL);
+        if (r < 0)
+                adopted_written(s, r, NULL, NULL);
+        return 0;
 }
 
 int slice_read_usage(Slice *s, CGroupUsage *ret) {

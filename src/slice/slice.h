@@ -76,6 +76,7 @@ struct SliceManager {
         size_t online_cpus_size;
         uint8_t *online_nodes;    /* for validating AllowedMemoryNodes= */
         size_t online_nodes_size;
+        uint64_t page_size;       /* memory limits are whole pages */
 };
 
 extern const SliceBackend slice_backend_systemd;
@@ -101,6 +102,15 @@ size_t slice_manager_count(SliceManager *m) _pure_;
 /* A new slice in state CREATING, added to the manager; used by the bus layer and by adoption. */
 int slice_new(SliceManager *m, const char *name, Slice **ret);
 Slice *slice_free(Slice *s); /* unlinks it from its manager */
+/*
+ * The last step of adopting a slice found at start-up (the backends' adopt()): its settings are
+ * checked as the API checks what callers give. A value the API would round or refuse (e.g.
+ * MemoryMax=0, which a kernel stores for 1..4095 bytes) is logged with what was found, replaced by
+ * the nearest value the API accepts (slice_settings_make_valid()) and written through the
+ * backend, so that the slice never shows a value its own API refuses. The slice is ACTIVE when
+ * that is done (at once, unless systemd has to write it).
+ */
+int slice_adopted(Slice *s);
 
 /* The processes' usage, read from the kernel now. */
 int slice_read_usage(Slice *s, CGroupUsage *ret);

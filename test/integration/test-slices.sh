@@ -71,6 +71,11 @@ in_everywhere() {
         done
 }
 
+# CreateSlice and friends with busctl ("--": some names look like options).
+call() {
+        busctl --address="$BUS" call -- org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 "$@"
+}
+
 # memory_max NAME-DIR: the kernel's memory limit of tonari.slice/NAME-DIR.
 memory_max() {
         if ((V2)); then
@@ -231,8 +236,6 @@ testcase_bad_input_creates_nothing() {
         start_tonarid bad
         listing() { ls -A "$CPU_DIR/tonari.slice" 2>/dev/null || true; }
         before=$(listing)
-        # "--": some of the hostile names look like options.
-        call() { busctl --address="$BUS" call -- org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 "$@"; }
 
         for name in ".." "." "../evil" "a/b" "/abs" "-x" ".hidden" 'a b' '$(id)' "$(printf 'a\nb')" \
                 "$(head -c 65 /dev/zero | tr '\0' x)" ""; do
@@ -405,6 +408,62 @@ testcase_attach_all_or_nothing() {
         "${CTL[@]}" slice remove "${P}src"
         "${CTL[@]}" slice remove "${P}dst"
         stop_tonarid aon
+}
+
+# Memory limits are whole pages: the kernel rounds a limit down to them, so below one page it would
+# hold 0 (every process attached would be killed), and the slice would show a value it does not
+# have. Refused below a page, rounded down above; what an older tonarid left is adopted as the
+# nearest valid value, and the log says what was found.
+testcase_memory_limits_in_pages() {
+        trap '_kill_tonarids; cleanup_slices' EXIT
+        local page v rc err d
+        page=$(getconf PAGESIZE)
+        start_tonarid pages
+        for v in 1 $((page - 1)); do
+                rc=0
+                err=$(call CreateSlice "sa(sv)" "${P}m" 1 MemoryMax t "$v" 2>&1) || rc=$?
+                assert_eq 1 "$rc" "CreateSlice with MemoryMax=$v"
+                assert_match "Invalid MemoryMax $v: below one page \($page bytes\)" "$err"
+        done
+        assert_rc 2 "${CTL[@]}" slice create "${P}m" MemoryMax=1
+        [[ ! -e $(slice_dir "${P}m") ]]
+
+        "${CTL[@]}" slice create "${P}m" MemoryMax=$((page + 1))
+        assert_eq "t $page" "$(sprop "${P}m" MemoryMax)"
+        assert_eq "$page" "$(memory_max "${P}m")"
+        "${CTL[@]}" slice set "${P}m" MemoryMax=1000000
+        assert_eq "t $((1000000 / page * page))" "$(sprop "${P}m" MemoryMax)"
+        assert_eq "$((1000000 / page * page))" "$(memory_max "${P}m")"
+        assert_rc 2 "${CTL[@]}" slice set "${P}m" MemoryMax=100
+        assert_eq "t $((1000000 / page * page))" "$(sprop "${P}m" MemoryMax)"
+        if ((V2)); then
+                assert_rc 2 "${CTL[@]}" slice set "${P}m" MemoryHigh=100
+        fi
+
+        # What tonari 0.2.0 made of MemoryMax=1: the kernel holds 0.
+        stop_tonarid pages
+        for d in $(hierarchy_dirs "tonari.slice/${P}old"); do
+                mkdir "$d"
+        done
+        if ((V2)); then
+                echo 1 >"/sys/fs/cgroup/tonari.slice/${P}old/memory.max"
+        else
+                echo 1 >"/sys/fs/cgroup/memory/tonari.slice/${P}old/memory.limit_in_bytes"
+        fi
+        assert_eq 0 "$(memory_max "${P}old")"
+        start_tonarid pages
+        assert_eq "t $page" "$(sprop "${P}old" MemoryMax)"
+        assert_eq "$page" "$(memory_max "${P}old")"
+        assert_match "'${P}old' was found with settings tonari's API does not accept \(Invalid MemoryMax 0: below one page" \
+                "$(cat "$TESTDIR/pages.log")"
+        # and after another restart, nothing to correct
+        stop_tonarid pages
+        start_tonarid pages
+        assert_eq "t $page" "$(sprop "${P}old" MemoryMax)"
+        assert_eq 1 "$(grep -c "'${P}old' was found" "$TESTDIR/pages.log")"
+        "${CTL[@]}" slice remove "${P}old"
+        "${CTL[@]}" slice remove "${P}m"
+        stop_tonarid pages
 }
 
 testcase_concurrent_create_and_remove() {

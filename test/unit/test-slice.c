@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Slices with the cgroupfs backend on fake cgroup trees (v1 and v2): names that are cgroup
- * interface files, and how adoption after a restart maps them back. The fake tree plays
+ * interface files, and what adoption after a restart makes of what it finds. The fake tree plays
  * the kernel as in test-cgroup.c: it has the interface files a cgroup would have.
  */
 #include <errno.h>
@@ -216,4 +216,54 @@ START_TEST(test_v1_escape_is_one_to_one) {
 }
 END_TEST
 
-TEST_SUITE("slice", test_v1_reserved_names, test_v2_reserved_names, test_v1_escape_is_one_to_one)
+/* Adoption never shows a value the API refuses: MemoryMax 0 (what v1 keeps of 1..4095 bytes). */
+START_TEST(test_v1_adopt_invalid_memory) {
+        _cleanup_(slice_manager_freep) SliceManager *m = NULL;
+        Slice *s;
+
+        fake_v1_tree();
+        fake_v1_cgroup(SLICE_CGROUPFS_PARENT "/tiny");
+        fake_file("memory/" SLICE_CGROUPFS_PARENT "/tiny/memory.limit_in_bytes", "0\n");
+        fake_v1_cgroup(SLICE_CGROUPFS_PARENT "/fine");
+        fake_file("memory/" SLICE_CGROUPFS_PARENT "/fine/memory.limit_in_bytes", "1048576\n");
+
+        m = start();
+        s = slice_manager_find(m, "tiny");
+        ck_assert_ptr_nonnull(s);
+        ck_assert_int_eq(s->state, SLICE_ACTIVE);
+        ck_assert_uint_eq(s->settings.memory_max, m->page_size);
+        {
+                _cleanup_free_ char *want = NULL;
+
+                ck_assert_int_gt(asprintf(&want, "%" PRIu64 "\n", m->page_size), 0);
+                assert_fake_file("memory/" SLICE_CGROUPFS_PARENT "/tiny/memory.limit_in_bytes", want);
+        }
+        s = slice_manager_find(m, "fine");
+        ck_assert_uint_eq(s->settings.memory_max, 1048576);
+        assert_fake_file("memory/" SLICE_CGROUPFS_PARENT "/fine/memory.limit_in_bytes", "1048576\n");
+}
+END_TEST
+
+START_TEST(test_v2_adopt_invalid_memory) {
+        _cleanup_(slice_manager_freep) SliceManager *m = NULL;
+        Slice *s;
+
+        fake_v2_tree();
+        fake_file(SLICE_CGROUPFS_PARENT "/tiny/cgroup.controllers", "cpuset cpu io memory pids\n");
+        fake_file(SLICE_CGROUPFS_PARENT "/tiny/cgroup.procs", "");
+        fake_file(SLICE_CGROUPFS_PARENT "/tiny/memory.max", "0\n");
+        fake_file(SLICE_CGROUPFS_PARENT "/tiny/memory.high", "0\n");
+
+        m = start();
+        s = slice_manager_find(m, "tiny");
+        ck_assert_ptr_nonnull(s);
+        ck_assert_int_eq(s->state, SLICE_ACTIVE);
+        ck_assert_uint_eq(s->settings.memory_max, m->page_size);
+        ck_assert_uint_eq(s->settings.memory_high, m->page_size);
+        ck_assert_int_eq(slice_settings_validate(&s->settings, _CGROUP_MASK_ALL, m->page_size, NULL, 0, NULL, 0, NULL),
+                         0);
+}
+END_TEST
+
+TEST_SUITE("slice", test_v1_reserved_names, test_v2_reserved_names, test_v1_escape_is_one_to_one,
+           test_v1_adopt_invalid_memory, test_v2_adopt_invalid_memory)

@@ -167,6 +167,26 @@ testcase_unprivileged_and_hostile() {
         assert_rc 5 tonarictl slice show nonexistent
 }
 
+# Names that are cgroup interface files are ordinary unit names for systemd, and memory limits
+# are whole pages with this backend too: below one page refused, above it rounded down, so
+# tonari, systemd and the kernel show the same value.
+testcase_reserved_names_and_page_limits() {
+        page=$(getconf PAGESIZE)
+        for n in memory.stat cpu.max pids.max; do
+                tonarictl slice create "$n" MemoryMax=$((page + 1))
+                assert_eq active "$(systemctl is-active "tonari-$n.slice")"
+                assert_eq "s \"/tonari.slice/tonari-$n.slice\"" \
+                        "$(busctl get-property org.tonari.Manager1 /org/tonari/slice/"$(python3 -c 'import sys; print("".join(c if c.isalnum() else "_%02x" % ord(c) for c in sys.argv[1]))' "$n")" org.tonari.Slice1 ControlGroup)"
+                assert_eq "$page" "$(systemctl show -P MemoryMax "tonari-$n.slice")"
+                assert_eq "$page" "$(cat "$CG/tonari-$n.slice/memory.max")"
+                tonarictl slice remove "$n"
+        done
+        assert_rc 2 tonarictl slice create tiny MemoryMax=1
+        assert_rc 2 tonarictl slice create tiny MemoryHigh=$((page - 1))
+        assert_rc 5 tonarictl slice show tiny
+        [[ $(systemctl is-active tonari-tiny.slice) != active ]]
+}
+
 testcase_recreate_at_once() {
         # A removed slice's unit may linger in systemd for a moment; creating it again must work.
         for i in $(seq 10); do
