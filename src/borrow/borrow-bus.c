@@ -268,7 +268,9 @@ int bus_borrow_method_remove_proxy(sd_bus_message *m, void *userdata, sd_bus_err
         p = borrow_manager_find_proxy(bm, id);
         if (!p)
                 return sd_bus_error_setf(error, TONARI_ERROR_NO_SUCH_PROXY, "No proxy %" PRIu32 ".", id);
-        borrow_proxy_remove(p, "asked to");
+        r = borrow_manager_remove_proxy(bm, p, "asked to");
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Failed to remove proxy %" PRIu32 ": %m", id);
         return sd_bus_reply_method_return(m, NULL);
 }
 

@@ -51,27 +51,33 @@ int borrow_state_format(const BorrowStateEntry *e, char **ret) {
                 const BorrowAccount *x = &e->account;
 
                 if (e->limit_usec == USEC_INFINITY)
-                        n = asprintf(&s, "target %s debt=%" PRIu64 " borrowed=%" PRIu64 " repaid=%" PRIu64
-                                         " forgiven=%" PRIu64 " shortened=%" PRIu64 " overrun=%" PRIu64
-                                         " overrundebt=%" PRIu64,
-                                     e->name, x->debt_usec, x->borrowed_usec, x->repaid_usec, x->forgiven_usec,
-                                     x->periods_shortened, x->overrun_usec, x->overrun_debt_usec);
+                        n = asprintf(&s, "target %s cgroupid=%" PRIu64 " debt=%" PRIu64 " borrowed=%" PRIu64
+                                         " repaid=%" PRIu64 " forgiven=%" PRIu64 " shortened=%" PRIu64
+                                         " overrun=%" PRIu64 " overrundebt=%" PRIu64,
+                                     e->name, e->cgroup_id, x->debt_usec, x->borrowed_usec, x->repaid_usec,
+                                     x->forgiven_usec, x->periods_shortened, x->overrun_usec,
+                                     x->overrun_debt_usec);
                 else
-                        n = asprintf(&s, "target %s debt=%" PRIu64 " borrowed=%" PRIu64 " repaid=%" PRIu64
-                                         " forgiven=%" PRIu64 " shortened=%" PRIu64 " overrun=%" PRIu64
-                                         " overrundebt=%" PRIu64 " limit=%s period=%s own=%d conf=%s confperiod=%s",
-                                     e->name, x->debt_usec, x->borrowed_usec, x->repaid_usec, x->forgiven_usec,
-                                     x->periods_shortened, x->overrun_usec, x->overrun_debt_usec, fmt_usec(a, e->limit_usec), fmt_usec(b, e->period_usec),
+                        n = asprintf(&s, "target %s cgroupid=%" PRIu64 " debt=%" PRIu64 " borrowed=%" PRIu64
+                                         " repaid=%" PRIu64 " forgiven=%" PRIu64 " shortened=%" PRIu64
+                                         " overrun=%" PRIu64 " overrundebt=%" PRIu64
+                                         " limit=%s period=%s own=%d conf=%s confperiod=%s",
+                                     e->name, e->cgroup_id, x->debt_usec, x->borrowed_usec, x->repaid_usec,
+                                     x->forgiven_usec, x->periods_shortened, x->overrun_usec,
+                                     x->overrun_debt_usec, fmt_usec(a, e->limit_usec), fmt_usec(b, e->period_usec),
                                      e->limit_own, fmt_usec(c, e->configured_per_sec_usec),
                                      fmt_usec(d, e->configured_period_usec));
         } else if (e->pid > 0)
-                n = asprintf(&s, "proxy %" PRIu32 " %s pid=%i start=%" PRIu64 " last=%" PRIu64 " charged=%" PRIu64,
-                             e->id, e->name, (int) e->pid, e->start_time_ticks, e->last_usec, e->charged_usec);
+                n = asprintf(&s, "proxy %" PRIu32 " %s cgroupid=%" PRIu64 " pid=%i start=%" PRIu64
+                                 " last=%" PRIu64 " charged=%" PRIu64,
+                             e->id, e->name, e->cgroup_id, (int) e->pid, e->start_time_ticks, e->last_usec,
+                             e->charged_usec);
         else {
                 if (!cgroup_path_ok(e->cgroup))
                         return -EINVAL;
-                n = asprintf(&s, "proxy %" PRIu32 " %s cgroup=%s last=%" PRIu64 " charged=%" PRIu64, e->id,
-                             e->name, e->cgroup, e->last_usec, e->charged_usec);
+                n = asprintf(&s, "proxy %" PRIu32 " %s cgroupid=%" PRIu64 " cgroup=%s last=%" PRIu64
+                                 " charged=%" PRIu64,
+                             e->id, e->name, e->cgroup_id, e->cgroup, e->last_usec, e->charged_usec);
         }
         if (n < 0)
                 return -ENOMEM;
@@ -82,6 +88,7 @@ int borrow_state_format(const BorrowStateEntry *e, char **ret) {
 int borrow_state_parse(const char *line, BorrowStateEntry *ret) {
         _cleanup_(borrow_state_entry_done) BorrowStateEntry e = BORROW_STATE_ENTRY_INIT;
         _cleanup_strv_free_ char **f = NULL;
+        bool have_cgroup_id = false;
         size_t first;
         int r;
 
@@ -138,6 +145,12 @@ int borrow_state_parse(const char *line, BorrowStateEntry *ret) {
                         e.limit_own = streq(v, "1");
                         continue;
                 }
+                if (streq(k, "cgroupid")) {
+                        if (have_cgroup_id || safe_atou64(v, &e.cgroup_id) < 0)
+                                return -EBADMSG;
+                        have_cgroup_id = true;
+                        continue;
+                }
                 if (parse_usec_or_inf(v, &u) < 0)
                         return -EBADMSG;
 
@@ -178,6 +191,8 @@ int borrow_state_parse(const char *line, BorrowStateEntry *ret) {
                 }
         }
 
+        if (!have_cgroup_id)
+                return -EBADMSG; /* which slice of that name it belongs to */
         if (e.kind == BORROW_STATE_PROXY && (e.pid > 0) == (e.cgroup != NULL))
                 return -EBADMSG; /* exactly one helper */
         if (e.kind == BORROW_STATE_TARGET && e.limit_usec != USEC_INFINITY && e.period_usec == 0)

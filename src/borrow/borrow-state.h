@@ -11,16 +11,19 @@
 /*
  * The borrowing state file, pure: one line per target or proxy,
  *
- *   target NAME debt=U borrowed=U repaid=U forgiven=U shortened=N [limit=U period=U own=0|1 conf=U confperiod=U]
- *   proxy ID TARGET pid=PID start=TICKS last=U charged=U
- *   proxy ID TARGET cgroup=PATH last=U charged=U
+ *   target NAME cgroupid=ID debt=U borrowed=U repaid=U forgiven=U shortened=N overrun=U overrundebt=U
+ *          [limit=U period=U own=0|1 conf=U confperiod=U]
+ *   proxy ID TARGET cgroupid=ID pid=PID start=TICKS last=U charged=U
+ *   proxy ID TARGET cgroupid=ID cgroup=PATH last=U charged=U
  *
- * (U: microseconds; "inf" for USEC_INFINITY). Names are slice names, cgroup paths have no
- * whitespace (AddProxy() refuses such paths), so fields split on spaces. Lines starting with '#'
- * are comments; the first line names the format version.
+ * (U: microseconds; "inf" for USEC_INFINITY). Names are slice names, cgroupid= the slice's cgroup id
+ * (Slice.cgroup_id: a slice made again under the same name has another one), cgroup paths have no
+ * whitespace (AddProxy() refuses such paths), so fields split on spaces. Lines starting with '#' are
+ * comments; the first line names the format version (1 had no cgroupid=: its entries cannot be told
+ * from a namesake's, and such a file is not read).
  */
 
-#define BORROW_STATE_HEADER "# tonari borrow state 1"
+#define BORROW_STATE_HEADER "# tonari borrow state 2"
 
 typedef enum BorrowStateKind {
         BORROW_STATE_TARGET,
@@ -30,6 +33,7 @@ typedef enum BorrowStateKind {
 typedef struct BorrowStateEntry {
         BorrowStateKind kind;
         char name[NAME_MAX_LEN + 1]; /* target: the slice; proxy: the slice it works for */
+        uint64_t cgroup_id;          /* of that slice */
         /* target */
         BorrowAccount account;
         usec_t limit_usec; /* USEC_INFINITY: no limit in force */
@@ -55,5 +59,5 @@ void borrow_state_entry_done(BorrowStateEntry *e);
 
 /* One line, without the newline. */
 int borrow_state_format(const BorrowStateEntry *e, char **ret);
-/* -EBADMSG for anything malformed (unknown kind or key, bad number, invalid name or path). */
+/* -EBADMSG for anything malformed (unknown kind or key, bad number, invalid name or path, no cgroupid=). */
 int borrow_state_parse(const char *line, BorrowStateEntry *ret);

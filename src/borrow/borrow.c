@@ -21,8 +21,13 @@
 #include "string-util.h"
 #include "strv.h"
 
-/* State is written at most this often while it changes, and at exit: a crash loses at most one
- * second of charges, and a busy ledger does not turn into a busy disk. */
+/*
+ * The state file is written before a caller is told that a change is done (ChargeCPU(), AddProxy(),
+ * RemoveProxy(), RemoveSlice()), when something is dropped (a proxy whose helper ended, a slice's
+ * account, a debt repaid) and after start-up; the progress of repayment and of proxy samples is
+ * written at most this often, and at exit. A crash loses at most this much of that progress, and a
+ * repaying ledger does not turn into a busy disk.
+ */
 #define BORROW_SAVE_USEC USEC_PER_SEC
 
 /* Finding where the kernel's periods begin: cpu.stat is read period/20 apart until nr_periods
@@ -41,6 +46,9 @@ typedef enum BorrowProbeStage {
 } BorrowProbeStage;
 
 static void target_free(BorrowTarget *t);
+static int save_state(BorrowManager *m, const BorrowProxy *skip);
+static void proxy_free(BorrowProxy *p);
+static void borrow_proxy_log_removed(BorrowProxy *p, const char *reason);
 static int target_arm(BorrowTarget *t, usec_t period);
 static void target_overrun(BorrowTarget *t, usec_t period);
 static int on_probe(sd_event_source *es, uint64_t usec, void *userdata);
@@ -48,10 +56,22 @@ static void target_probe_start(BorrowTarget *t, usec_t period);
 static void target_probe_stop(BorrowTarget *t);
 static void proxy_sample(BorrowProxy *p);
 
+/* Progress: written within BORROW_SAVE_USEC. */
 static void mark_dirty(BorrowManager *m) {
         m->dirty = true;
         if (m->save_timer)
                 (void) sd_event_source_set_enabled(m->save_timer, SD_EVENT_ONESHOT);
+}
+
+/* A change nobody waits for but that must not come back after a crash (a drop): written now, and
+ * if that fails, retried with the progress. */
+static void save_now(BorrowManager *m) {
+        int r;
+
+        mark_dirty(m);
+        r = save_state(m, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to save the borrowing state to '%s', will retry: %m", m->state_file);
 }
 
 static unsigned popcount_mask(const uint8_t *mask, size_t size) {
@@ -74,7 +94,7 @@ BorrowTarget *borrow_manager_find_target(BorrowManager *m, const char *name) {
         return NULL;
 }
 
-static int target_new(BorrowManager *m, const char *name, BorrowTarget **ret) {
+static int target_new(BorrowManager *m, Slice *s, BorrowTarget **ret) {
         _cleanup_free_ BorrowTarget *t = NULL;
 
         t = new0(BorrowTarget, 1);
@@ -85,8 +105,10 @@ static int target_new(BorrowManager *m, const char *name, BorrowTarget **ret) {
                              .boundary_usec = USEC_INFINITY,
                              .usage_usec = USEC_INFINITY,
                              .configured_per_sec_usec = USEC_INFINITY,
-                             .configured_period_usec = USEC_INFINITY };
-        t->name = strdup(name);
+                             .configured_period_usec = USEC_INFINITY,
+                             .slice_id = s->id,
+                             .cgroup_id = s->cgroup_id };
+        t->name = strdup(s->name);
         if (!t->name)
                 return -ENOMEM;
         t->next = m->targets;
@@ -218,23 +240,35 @@ static void target_log_end(BorrowTarget *t, usec_t quota, usec_t period) {
                                t->account.periods_shortened));
 }
 
-static void target_drop(BorrowTarget *t, const char *why) {
-        char a[FORMAT_TIMESPAN_MAX];
-
+/* Forgets the proxies of the slice name/slice_id (removed); not written yet. */
+static void proxies_drop(BorrowManager *m, const char *name, uint64_t slice_id, const char *why) {
         /* Proxies for a removed slice have nobody to charge; those added for a new slice of the
          * same name are that slice's. */
-        for (BorrowProxy *p = t->manager->proxies, *next; p; p = next) {
+        for (BorrowProxy *p = m->proxies, *next; p; p = next) {
                 next = p->next;
-                if (streq(p->target, t->name) && (p->slice_id == 0 || p->slice_id == t->slice_id))
-                        borrow_proxy_remove(p, why);
+                if (streq(p->target, name) && (p->slice_id == 0 || p->slice_id == slice_id)) {
+                        borrow_proxy_log_removed(p, why);
+                        proxy_free(p);
+                }
         }
+        if (!m->proxies)
+                (void) sd_event_source_set_enabled(m->sample_timer, SD_EVENT_OFF);
+}
+
+/* Forgets the account of a removed slice and its proxies, and writes that down at once: nothing of
+ * it may come back after a crash. */
+static void target_drop(BorrowTarget *t, const char *why) {
+        BorrowManager *m = t->manager;
+        char a[FORMAT_TIMESPAN_MAX];
+
+        proxies_drop(m, t->name, t->slice_id, why);
         if (t->account.debt_usec > 0)
                 log_struct(LOG_INFO, "TONARI_SLICE=%s", t->name, "TONARI_REASON=slice-removed",
                            "TONARI_DEBT_USEC=%" PRIu64, t->account.debt_usec,
                            LOG_MESSAGE("Slice '%s' %s while it owed %s of CPU time; the debt is dropped.", t->name,
                                        why, fmt_ms(a, t->account.debt_usec)));
-        mark_dirty(t->manager);
         target_free(t);
+        save_now(m);
 }
 
 static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
@@ -302,6 +336,10 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 t->limit_cgroup = mfree(t->limit_cgroup);
                 target_probe_stop(t);
                 (void) sd_event_source_set_enabled(t->timer, SD_EVENT_OFF);
+                /* Repaid (or forgiven): the end of the episode is written at once, so that a crash
+                 * cannot bring the last second's debt back. */
+                if (was_limited || debt > 0)
+                        save_now(m);
         } else
                 (void) target_arm(t, period);
 
@@ -517,24 +555,40 @@ static bool target_ticking(const BorrowTarget *t) {
         return enabled != SD_EVENT_OFF;
 }
 
-static int target_charge(BorrowManager *m, const char *name, uint64_t slice_id, usec_t usec) {
-        BorrowTarget *t = borrow_manager_find_target(m, name);
+/*
+ * Charges usec to slice s. durable: the state file has it when this returns, or the charge is undone
+ * and the error returned (the caller is told "done" only for what a crash cannot take back);
+ * otherwise (proxy samples) it is written with the progress.
+ */
+static int target_charge(BorrowManager *m, Slice *s, usec_t usec, bool durable) {
+        BorrowTarget *t = borrow_manager_find_target(m, s->name);
+        BorrowAccount before;
+        bool created = false;
         int r;
 
-        if (t && t->slice_id != 0 && t->slice_id != slice_id) {
+        if (t && t->slice_id != 0 && t->slice_id != s->id) {
                 target_drop(t, "was removed and created again");
                 t = NULL;
         }
         if (!t) {
-                r = target_new(m, name, &t);
+                r = target_new(m, s, &t);
                 if (r < 0)
                         return r;
-                t->slice_id = slice_id;
+                created = true;
         }
+        before = t->account;
         r = borrow_account_charge(&t->account, &m->policy, usec, NULL);
-        if (r < 0)
+        if (r >= 0 && durable)
+                r = save_state(m, NULL);
+        if (r < 0) {
+                if (created)
+                        target_free(t);
+                else
+                        t->account = before;
                 return r;
-        mark_dirty(m);
+        }
+        if (!durable)
+                mark_dirty(m);
         if (!target_ticking(t))
                 return target_arm(t, target_period(t));
         return 0;
@@ -545,7 +599,7 @@ int borrow_manager_charge(BorrowManager *m, Slice *s, usec_t usec) {
                 return -EINVAL;
         if (usec > BORROW_CHARGE_MAX_USEC)
                 return -ERANGE;
-        return target_charge(m, s->name, s->id, usec);
+        return target_charge(m, s, usec, true);
 }
 
 /* ---- proxies */
@@ -591,8 +645,7 @@ static int proxy_read(BorrowProxy *p, usec_t *ret) {
         return cgroup_read_cpu_usage(p->manager->slices->cgroup_root, p->cgroup + 1, ret);
 }
 
-void borrow_proxy_remove(BorrowProxy *p, const char *reason) {
-        BorrowManager *m = p->manager;
+static void borrow_proxy_log_removed(BorrowProxy *p, const char *reason) {
         char a[FORMAT_TIMESPAN_MAX];
 
         if (p->pid > 0)
@@ -605,10 +658,33 @@ void borrow_proxy_remove(BorrowProxy *p, const char *reason) {
                            "TONARI_HELPER_CGROUP=%s", p->cgroup, "TONARI_CHARGED_USEC=%" PRIu64, p->charged_usec,
                            LOG_MESSAGE("Removed proxy %" PRIu32 " (cgroup %s working for slice '%s', %s charged): %s.",
                                        p->id, p->cgroup, p->target, fmt_ms(a, p->charged_usec), reason));
-        mark_dirty(m);
+}
+
+static void proxy_forget(BorrowProxy *p, const char *reason) {
+        BorrowManager *m = p->manager;
+
+        borrow_proxy_log_removed(p, reason);
         proxy_free(p);
         if (!m->proxies)
                 (void) sd_event_source_set_enabled(m->sample_timer, SD_EVENT_OFF);
+}
+
+void borrow_proxy_remove(BorrowProxy *p, const char *reason) {
+        BorrowManager *m = p->manager;
+
+        proxy_forget(p, reason);
+        save_now(m);
+}
+
+int borrow_manager_remove_proxy(BorrowManager *m, BorrowProxy *p, const char *reason) {
+        int r;
+
+        /* Written without it first: if that fails, the proxy stays, and the caller is told. */
+        r = save_state(m, p);
+        if (r < 0)
+                return r;
+        proxy_forget(p, reason);
+        return 0;
 }
 
 static void proxy_sample(BorrowProxy *p) {
@@ -636,7 +712,7 @@ static void proxy_sample(BorrowProxy *p) {
         if (delta == 0)
                 return;
         delta = MIN(delta, BORROW_CHARGE_MAX_USEC);
-        r = target_charge(m, s->name, s->id, delta);
+        r = target_charge(m, s, delta, false);
         if (r < 0)
                 log_warning_errno(r, "Failed to charge %" PRIu64 " µs to slice '%s' for proxy %" PRIu32 ", ignoring: %m",
                                   delta, s->name, p->id);
@@ -800,16 +876,19 @@ int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *
         if (r < 0)
                 return r;
         p->slice_id = s->id;
+        p->cgroup_id = s->cgroup_id;
         r = proxy_attach_helper(p, false);
         if (r >= 0)
                 r = proxy_read(p, &p->last_usec);
         if (r >= 0)
                 r = start_sampling(m);
+        /* On disk before the caller gets its id. */
+        if (r >= 0)
+                r = save_state(m, NULL);
         if (r < 0) {
                 proxy_free(p);
                 return r;
         }
-        mark_dirty(m);
         *ret = p;
         return 0;
 }
@@ -823,9 +902,24 @@ size_t borrow_manager_count_proxies(BorrowManager *m) {
 
 /* ---- state file */
 
-static int save_state(BorrowManager *m) {
+/* The slice a proxy works for, or NULL if it was removed (see target_slice()). */
+static Slice *proxy_slice(BorrowProxy *p) {
+        Slice *s = p->manager->slices ? slice_manager_find(p->manager->slices, p->target) : NULL;
+
+        if (!s || (p->slice_id != 0 && s->id != p->slice_id))
+                return NULL;
+        return s;
+}
+
+/*
+ * Replaces the state file with what is in memory (without skip, a proxy about to go), atomically:
+ * a crash leaves the old file or the new one. Accounts and proxies of slices that no longer exist
+ * are never written. It costs tens of µs (docs/BENCHMARKS.md).
+ */
+static int save_state(BorrowManager *m, const BorrowProxy *skip) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_fclose_ FILE *f = NULL;
+        usec_t start = now(CLOCK_MONOTONIC);
         int r = 0;
 
         if (!m->state_file)
@@ -840,6 +934,7 @@ static int save_state(BorrowManager *m) {
         for (BorrowTarget *t = m->targets; t; t = t->next) {
                 _cleanup_free_ char *line = NULL;
                 BorrowStateEntry e = { .kind = BORROW_STATE_TARGET,
+                                       .cgroup_id = t->cgroup_id,
                                        .account = t->account,
                                        .limit_usec = t->limit_usec,
                                        .period_usec = t->period_usec,
@@ -847,6 +942,8 @@ static int save_state(BorrowManager *m) {
                                        .configured_per_sec_usec = t->configured_per_sec_usec,
                                        .configured_period_usec = t->configured_period_usec };
 
+                if (!target_slice(t))
+                        continue;
                 strncpy(e.name, t->name, NAME_MAX_LEN);
                 r = borrow_state_format(&e, &line);
                 if (r < 0)
@@ -856,6 +953,7 @@ static int save_state(BorrowManager *m) {
         for (BorrowProxy *p = m->proxies; p; p = p->next) {
                 _cleanup_free_ char *line = NULL;
                 BorrowStateEntry e = { .kind = BORROW_STATE_PROXY,
+                                       .cgroup_id = p->cgroup_id,
                                        .id = p->id,
                                        .pid = p->pid,
                                        .start_time_ticks = p->start_time_ticks,
@@ -863,13 +961,21 @@ static int save_state(BorrowManager *m) {
                                        .last_usec = p->last_usec,
                                        .charged_usec = p->charged_usec };
 
+                if (p == skip || !proxy_slice(p))
+                        continue;
                 strncpy(e.name, p->target, NAME_MAX_LEN);
                 r = borrow_state_format(&e, &line);
                 if (r < 0)
                         goto fail;
                 fprintf(f, "%s\n", line);
         }
-        if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
+        /*
+         * No fsync(): what the file must survive is a crash of tonarid, and for that a complete file
+         * renamed over the old one is enough. It lives in /run, which a reboot empties together with
+         * the cgroups and units it describes; an fsync() there is free on tmpfs but cost 3-5 ms on
+         * the development host's ext4 /run, each charge waiting for it (docs/BENCHMARKS.md).
+         */
+        if (fflush(f) != 0 || ferror(f)) {
                 r = errno > 0 ? -errno : -EIO;
                 goto fail;
         }
@@ -878,6 +984,8 @@ static int save_state(BorrowManager *m) {
                 goto fail;
         }
         m->dirty = false;
+        m->n_state_writes++;
+        m->state_write_usec += now(CLOCK_MONOTONIC) - start;
         return 0;
 fail:
         (void) unlink(tmp);
@@ -890,7 +998,7 @@ static int on_save(sd_event_source *es, uint64_t usec, void *userdata) {
 
         (void) usec;
         if (m->dirty) {
-                r = save_state(m);
+                r = save_state(m, NULL);
                 if (r < 0)
                         log_warning_errno(r, "Failed to save the borrowing state to '%s', will retry: %m", m->state_file);
         }
@@ -898,20 +1006,39 @@ static int on_save(sd_event_source *es, uint64_t usec, void *userdata) {
         return sd_event_source_set_enabled(es, m->dirty ? SD_EVENT_ONESHOT : SD_EVENT_OFF);
 }
 
-static void restore_target(BorrowManager *m, BorrowStateEntry *e) {
+/*
+ * The slice an entry of the state file belongs to: the one of that name whose cgroup has the id the
+ * entry names. Else NULL, and why: a slice of that name made after the one the entry was written for
+ * (while tonarid was not running, or before a crash lost the entry's removal) is another tenant.
+ */
+static Slice *entry_slice(BorrowManager *m, const BorrowStateEntry *e, const char **ret_why) {
         Slice *s = m->slices ? slice_manager_find(m->slices, e->name) : NULL;
+
+        if (!s) {
+                *ret_why = "no longer exists";
+                return NULL;
+        }
+        if (s->cgroup_id == 0 || s->cgroup_id != e->cgroup_id) {
+                *ret_why = "was removed and made again";
+                return NULL;
+        }
+        return s;
+}
+
+static void restore_target(BorrowManager *m, BorrowStateEntry *e) {
+        const char *why = NULL;
+        Slice *s = entry_slice(m, e, &why);
         BorrowTarget *t;
         char a[FORMAT_TIMESPAN_MAX];
 
         if (!s) {
                 if (e->account.debt_usec > 0)
-                        log_info("Slice '%s' no longer exists; dropping its debt of %s.", e->name,
+                        log_info("Slice '%s' %s; dropping its recorded debt of %s.", e->name, why,
                                  fmt_ms(a, e->account.debt_usec));
                 return;
         }
-        if (target_new(m, e->name, &t) < 0)
+        if (target_new(m, s, &t) < 0)
                 return (void) log_oom();
-        t->slice_id = s->id;
         t->account = e->account;
         /* A state file cannot make the overrun part larger than the debt it is part of. */
         t->account.overrun_debt_usec = MIN(t->account.overrun_debt_usec, t->account.debt_usec);
@@ -940,17 +1067,20 @@ static void restore_target(BorrowManager *m, BorrowStateEntry *e) {
 }
 
 static void restore_proxy(BorrowManager *m, BorrowStateEntry *e) {
-        Slice *s = m->slices ? slice_manager_find(m->slices, e->name) : NULL;
+        const char *why = NULL;
+        Slice *s = entry_slice(m, e, &why);
         BorrowProxy *p;
         int r;
 
         if (!s) {
-                log_info("Dropping proxy %" PRIu32 ": slice '%s' no longer exists.", e->id, e->name);
+                log_info("Dropping proxy %" PRIu32 ": slice '%s' %s.", e->id, e->name, why);
                 return;
         }
         r = proxy_new(m, e->id, e->name, e->pid, e->cgroup, &p);
         if (r < 0)
                 return (void) log_oom();
+        p->slice_id = s->id;
+        p->cgroup_id = s->cgroup_id;
         p->start_time_ticks = e->start_time_ticks;
         p->last_usec = e->last_usec;
         p->charged_usec = e->charged_usec;
@@ -1007,6 +1137,19 @@ static int load_state(BorrowManager *m) {
 
 /* ---- manager */
 
+/* A slice was removed: its account and proxies go, on disk before the caller hears of it. */
+static void on_slice_removed(Slice *s, void *userdata) {
+        BorrowManager *m = userdata;
+        BorrowTarget *t = borrow_manager_find_target(m, s->name);
+
+        if (t && (t->slice_id == 0 || t->slice_id == s->id))
+                target_drop(t, "was removed"); /* with its proxies, and written */
+        else {
+                proxies_drop(m, s->name, s->id, "its slice was removed");
+                save_now(m);
+        }
+}
+
 int borrow_manager_new(sd_event *event, SliceManager *slices, const BorrowSettings *settings, BorrowManager **ret) {
         _cleanup_(borrow_manager_freep) BorrowManager *m = NULL;
         long n;
@@ -1034,9 +1177,14 @@ int borrow_manager_new(sd_event *event, SliceManager *slices, const BorrowSettin
         (void) sd_event_source_set_enabled(m->save_timer, SD_EVENT_OFF);
         (void) sd_event_source_set_description(m->save_timer, "borrow-save");
 
-        if (m->state_file && slices)
+        if (slices)
+                slice_manager_set_removed_callback(slices, on_slice_removed, m);
+        if (m->state_file && slices) {
                 (void) load_state(m);
-        m->dirty = false;
+                /* What start-up dropped or corrected is written now: a crash must not bring back
+                 * what was dropped. */
+                save_now(m);
+        }
         *ret = TAKE_PTR(m);
         return 0;
 }
@@ -1084,10 +1232,12 @@ BorrowManager *borrow_manager_free(BorrowManager *m) {
                 }
         }
         if (m->dirty) {
-                r = save_state(m);
+                r = save_state(m, NULL);
                 if (r < 0)
                         log_warning_errno(r, "Failed to save the borrowing state to '%s': %m", m->state_file);
         }
+        if (m->slices)
+                slice_manager_set_removed_callback(m->slices, NULL, NULL);
 
         while (m->proxies)
                 proxy_free(m->proxies);

@@ -18,7 +18,10 @@
  *
  * A BorrowTarget exists for every slice that was ever charged, for its counters; its period timer
  * runs only while it owes something or a shortened quota is in force. Targets and proxies are
- * saved to a state file, so a restart of tonarid loses neither debt nor proxies.
+ * saved to a state file, so a restart of tonarid loses neither debt nor proxies: every change a
+ * caller is told of is in the file before the reply, so is every drop, and the progress of
+ * repayment at most a second later. Entries name the slice's cgroup id, so that nothing of a
+ * removed slice carries over to a new one of the same name.
  */
 
 typedef struct BorrowManager BorrowManager;
@@ -29,7 +32,8 @@ struct BorrowTarget {
         BorrowManager *manager;
         BorrowTarget *next;
         char *name;
-        uint64_t slice_id;       /* Slice.id it belongs to; 0 until matched (after a restart) */
+        uint64_t slice_id;       /* Slice.id it belongs to */
+        uint64_t cgroup_id;      /* Slice.cgroup_id of it: what the state file tells slices apart by */
         BorrowAccount account;
         sd_event_source *timer;  /* one tick per CFS period while enforcing */
         usec_t period_usec;      /* of the limit in force */
@@ -66,7 +70,8 @@ struct BorrowProxy {
         BorrowProxy *next;
         uint32_t id;
         char *target;
-        uint64_t slice_id;         /* Slice.id of target; 0 until matched (after a restart) */
+        uint64_t slice_id;         /* Slice.id of target */
+        uint64_t cgroup_id;        /* Slice.cgroup_id of target */
         pid_t pid;                 /* a helper process, or 0 */
         int pidfd;
         uint64_t start_time_ticks; /* with pid: tells a reused PID apart */
@@ -123,6 +128,8 @@ struct BorrowManager {
         sd_event_source *sample_timer; /* proxies, every BORROW_SAMPLE_USEC while there are any */
         sd_event_source *save_timer;
         bool dirty;
+        uint64_t n_state_writes;       /* state file written, for GetStatus() */
+        usec_t state_write_usec;       /* time spent writing it */
         unsigned n_cpus;               /* online, for slices without AllowedCPUs= */
         /* Overhead of enforcement, for GetStatus(): time spent in period ticks and proxy samples. */
         usec_t work_usec;
@@ -151,7 +158,8 @@ void borrow_manager_forget_chargers(BorrowManager *m);
 
 /*
  * Charges usec of CPU spent for slice s. -EINVAL for 0, -ERANGE above BORROW_CHARGE_MAX_USEC.
- * Starts repayment with the next period.
+ * Starts repayment with the next period. The charge is in the state file when this returns 0; if
+ * the file cannot be written, the charge is undone and the error returned.
  */
 int borrow_manager_charge(BorrowManager *m, Slice *s, usec_t usec);
 
@@ -159,10 +167,13 @@ int borrow_manager_charge(BorrowManager *m, Slice *s, usec_t usec);
  * Adds a proxy: pid (> 0) or cgroup (absolute, as in /proc/PID/cgroup) works for slice s, and its
  * CPU time is charged to s. -ESRCH: no such process; -ENOENT: no such cgroup; -EINVAL: a kernel
  * thread, PID 1, tonarid, or a helper inside s or above it (its CPU is already s's, or contains
- * s's); -EEXIST: that helper already has a proxy.
+ * s's); -EEXIST: that helper already has a proxy. In the state file when this returns.
  */
 int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *cgroup, BorrowProxy **ret);
 BorrowProxy *borrow_manager_find_proxy(BorrowManager *m, uint32_t id) _pure_;
+/* Removes p on request: gone from the state file when this returns 0; else p stays. */
+int borrow_manager_remove_proxy(BorrowManager *m, BorrowProxy *p, const char *reason);
+/* Drops p (its helper ended, ...) and writes that down at once. */
 void borrow_proxy_remove(BorrowProxy *p, const char *reason);
 size_t borrow_manager_count_proxies(BorrowManager *m); /* m may be NULL */
 

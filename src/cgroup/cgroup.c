@@ -993,6 +993,25 @@ int cgroup_remove(CGroupRoot *r, const char *path) {
         return removed;
 }
 
+int cgroup_get_id(CGroupRoot *r, const char *path, uint64_t *ret) {
+        _cleanup_free_ char *p = NULL;
+        struct stat st;
+        int k;
+
+        assert_return(r, -EINVAL);
+        assert_return(ret, -EINVAL);
+
+        k = cgroup_fs_path(r, primary_hierarchy(r), path, NULL, &p);
+        if (k < 0)
+                return k;
+        if (stat(p, &st) < 0)
+                return negative_errno();
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        *ret = (uint64_t) st.st_ino;
+        return 0;
+}
+
 /* cgroup_apply() */
 
 typedef struct Apply {

@@ -75,6 +75,12 @@ int cgroup_read_cpu_usage(CGroupRoot *r, const char *path, usec_t *ret);
 int cgroup_remove(CGroupRoot *r, const char *path);
 /* 1 if path is a cgroup (in any hierarchy), 0 if not, -ENOTDIR if the name is an interface file. */
 int cgroup_exists(CGroupRoot *r, const char *path);
+/*
+ * The inode number of path's directory (v1: in the hierarchy cgroup_get_pids() reads). The kernel
+ * gives every cgroup it creates a new one and does not reuse them while it runs (on v2 it is the
+ * cgroup ID): a cgroup removed and made again under the same path is told apart by it.
+ */
+int cgroup_get_id(CGroupRoot *r, const char *path, uint64_t *ret);
 /* The child cgroups of path (names only, sorted). */
 int cgroup_list_children(CGroupRoot *r, const char *path, char ***ret);
 

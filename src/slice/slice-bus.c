@@ -297,6 +297,7 @@ static int read_settings(sd_bus_message *m, SliceManager *sm, CGroupSettings *s,
 
 static void create_done(Slice *s, int error, const char *message, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = userdata;
+        int r;
 
         if (error < 0) {
                 log_struct_errno(LOG_WARNING, error, "TONARI_SLICE=%s", s->name,
@@ -307,6 +308,11 @@ static void create_done(Slice *s, int error, const char *message, void *userdata
                 return;
         }
         s->state = SLICE_ACTIVE;
+        r = slice_read_cgroup_id(s);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read the cgroup id of slice '%s' (/%s); its borrowing state will not "
+                                  "survive a restart: %m",
+                                  s->name, strna(s->cgroup));
         log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_CALLER_UID=%d", (int) bus_sender_uid(m),
                    LOG_MESSAGE("Created slice '%s' (%s, cgroup /%s).", s->name, s->manager->backend->name, s->cgroup));
         (void) sd_bus_reply_method_return(m, "o", s->object_path);
@@ -450,6 +456,8 @@ static void remove_done(Slice *s, int error, const char *message, void *userdata
                 else
                         log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_CALLER_UID=%d",
                                    (int) bus_sender_uid(c->message), LOG_MESSAGE("Removed slice '%s'.", s->name));
+                /* What depends on the slice forgets it (durably) before the caller hears it is gone. */
+                slice_removed(s);
                 (void) sd_bus_reply_method_return(c->message, NULL);
                 slice_free(s);
         }

@@ -117,6 +117,11 @@ SliceManager *slice_manager_free(SliceManager *m) {
         return mfree(m);
 }
 
+void slice_manager_set_removed_callback(SliceManager *m, SliceRemovedFunc f, void *userdata) {
+        m->on_removed = f;
+        m->on_removed_userdata = userdata;
+}
+
 Slice *slice_manager_find(SliceManager *m, const char *name) {
         for (Slice *s = m->slices; s; s = s->next)
                 if (streq(s->name, name))
@@ -191,6 +196,19 @@ Slice *slice_free(Slice *s) {
         return mfree(s);
 }
 
+int slice_read_cgroup_id(Slice *s) {
+        uint64_t id;
+        int r;
+
+        if (!s->cgroup)
+                return -ENODATA;
+        r = cgroup_get_id(s->manager->cgroup_root, s->cgroup, &id);
+        if (r < 0)
+                return r;
+        s->cgroup_id = id;
+        return 0;
+}
+
 static void adopted_written(Slice *s, int error, const char *message, void *userdata) {
         (void) userdata;
         s->state = SLICE_ACTIVE;
@@ -208,6 +226,11 @@ int slice_adopted(Slice *s) {
         CGroupSettingMask changed;
         int r;
 
+        r = slice_read_cgroup_id(s);
+        if (r < 0)
+                log_warning_errno(r, "Slices: cannot read the cgroup id of '%s' (/%s); its borrowing state will not "
+                                  "survive a restart: %m",
+                                  s->name, strna(s->cgroup));
         s->state = SLICE_ACTIVE;
 
         r = cgroup_settings_copy(&valid, &s->settings);
@@ -236,6 +259,11 @@ int slice_adopted(Slice *s) {
         if (r < 0)
                 adopted_written(s, r, NULL, NULL);
         return 0;
+}
+
+void slice_removed(Slice *s) {
+        if (s->manager->on_removed)
+                s->manager->on_removed(s, s->manager->on_removed_userdata);
 }
 
 int slice_read_usage(Slice *s, CGroupUsage *ret) {

@@ -46,10 +46,18 @@ struct Slice {
         SliceState state;
         CGroupSettings settings;
         uint64_t id; /* unique in this daemon's lifetime: a re-created name is a different slice */
+        /*
+         * The kernel's id of the slice's cgroup (cgroup_get_id()); 0 if it could not be read. A slice
+         * made again under the same name gets another one, and it is the same after a restart of
+         * tonarid: what outlives tonarid (the borrowing state) tells slices apart by it.
+         */
+        uint64_t cgroup_id;
 };
 
 /* error: 0, or negative errno with message (may be NULL) explaining it. */
 typedef void (*SliceDoneFunc)(Slice *s, int error, const char *message, void *userdata);
+/* Told that s has been removed, before the caller of the removal is. */
+typedef void (*SliceRemovedFunc)(Slice *s, void *userdata);
 
 typedef struct SliceBackend {
         const char *name; /* "systemd", "cgroupfs-v2", "cgroupfs-v1" as the Backend property shows */
@@ -77,6 +85,8 @@ struct SliceManager {
         uint8_t *online_nodes;    /* for validating AllowedMemoryNodes= */
         size_t online_nodes_size;
         uint64_t page_size;       /* memory limits are whole pages */
+        SliceRemovedFunc on_removed;
+        void *on_removed_userdata;
 };
 
 extern const SliceBackend slice_backend_systemd;
@@ -99,18 +109,28 @@ Slice *slice_manager_find_by_path(SliceManager *m, const char *object_path) _pur
 /* Slices that exist (not those still being created). */
 size_t slice_manager_count(SliceManager *m) _pure_;
 
+/*
+ * Who is told of removed slices (one listener: CPU borrowing, which must forget a slice's account
+ * durably before its removal is confirmed). NULL to stop.
+ */
+void slice_manager_set_removed_callback(SliceManager *m, SliceRemovedFunc f, void *userdata);
+
 /* A new slice in state CREATING, added to the manager; used by the bus layer and by adoption. */
 int slice_new(SliceManager *m, const char *name, Slice **ret);
 Slice *slice_free(Slice *s); /* unlinks it from its manager */
+/* Reads s->cgroup_id for the slice's cgroup, once it exists. */
+int slice_read_cgroup_id(Slice *s);
 /*
- * The last step of adopting a slice found at start-up (the backends' adopt()): its settings are
- * checked as the API checks what callers give. A value the API would round or refuse (e.g.
- * MemoryMax=0, which a kernel stores for 1..4095 bytes) is logged with what was found, replaced by
- * the nearest value the API accepts (slice_settings_make_valid()) and written through the
- * backend, so that the slice never shows a value its own API refuses. The slice is ACTIVE when
- * that is done (at once, unless systemd has to write it).
+ * The last step of adopting a slice found at start-up (the backends' adopt()): its cgroup's id is
+ * read, and its settings are checked as the API checks what callers give. A value the API would
+ * round or refuse (e.g. MemoryMax=0, which a kernel stores for 1..4095 bytes) is logged with what
+ * was found, replaced by the nearest value the API accepts (slice_settings_make_valid()) and
+ * written through the backend, so that the slice never shows a value its own API refuses. The
+ * slice is ACTIVE when that is done (at once, unless systemd has to write it).
  */
 int slice_adopted(Slice *s);
+/* Tells the listener that s was removed; the caller frees s afterwards. */
+void slice_removed(Slice *s);
 
 /* The processes' usage, read from the kernel now. */
 int slice_read_usage(Slice *s, CGroupUsage *ret);

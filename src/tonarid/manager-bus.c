@@ -128,6 +128,11 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
                                   m->borrow ? m->borrow->n_probe_reads : 0);
         if (r < 0)
                 return r;
+        /* What keeping the ledger durable costs: state file writes and the time spent on them. */
+        r = sd_bus_message_append(reply, "{sv}{sv}", "BorrowStateWrites", "t", m->borrow ? m->borrow->n_state_writes : 0,
+                                  "BorrowStateWriteUSec", "t", m->borrow ? m->borrow->state_write_usec : 0);
+        if (r < 0)
+                return r;
         r = append_status_entry(reply, "ConfigFiles", "as", append_config_files, m);
         if (r < 0)
                 return r;

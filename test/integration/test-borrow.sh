@@ -269,6 +269,290 @@ testcase_slice_made_again() {
         stop_tonarid again
 }
 
+# proxy_ids SLICE: the ids of the proxies working for SLICE, one line each.
+proxy_ids() {
+        "${CTL[@]}" --no-legend borrow proxies | awk -v s="$1" '$2 == s { print $1 }'
+}
+
+# status_value KEY: one entry of GetStatus().
+status_value() {
+        busctl --address="$BUS" --json=short call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 \
+                GetStatus | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0][sys.argv[1]]["data"])' "$1"
+}
+
+# crash NAME: kill -9 of the tonarid started as NAME.
+crash() {
+        local pid
+        pid=$(cat "$TESTDIR/$1.tonarid.pid")
+        kill -KILL "$pid"
+        wait "$pid" || true
+        rm -f "$TESTDIR/$1.tonarid.pid"
+}
+
+# The issue's reproduction: what a caller was told is done is on disk when it is told, so a crash
+# right after the reply loses neither the charge nor the proxy (the state used to be written up to
+# a second later, and not at all for what start-up changed).
+testcase_acknowledged_survives_crash() {
+        trap '_kill_tonarids; kill ${helper:-} 2>/dev/null || true; cleanup_slices' EXIT
+        local id borrowed
+        conf durable
+        start_tonarid durable
+        "${CTL[@]}" slice create "${P}d"
+        sleep 600 &
+        helper=$!
+        id=$("${CTL[@]}" borrow add-proxy "${P}d" "$helper")
+        "${CTL[@]}" borrow charge "${P}d" 2s
+        crash durable
+        start_tonarid durable
+        # (plus what the sleeping helper ran since it was added: its last steps of starting up)
+        borrowed=$(bprop "${P}d" BorrowedUSec)
+        assert_ge "$borrowed" 2000000 "charge acknowledged before the crash"
+        assert_le "$borrowed" 2020000 "charge acknowledged before the crash"
+        assert_eq "$id" "$(proxy_ids "${P}d")" "proxy acknowledged before the crash"
+        # Start-up writes what it restored at once: a second crash right away changes nothing.
+        crash durable
+        start_tonarid durable
+        assert_ge "$(bprop "${P}d" BorrowedUSec)" "$borrowed"
+        assert_le "$(bprop "${P}d" BorrowedUSec)" 2020000
+        assert_eq "$id" "$(proxy_ids "${P}d")"
+        # A removed proxy stays removed.
+        "${CTL[@]}" borrow remove-proxy "$id"
+        crash durable
+        start_tonarid durable
+        assert_eq "" "$(proxy_ids "${P}d")"
+        kill "$helper"
+        "${CTL[@]}" slice remove "${P}d"
+        stop_tonarid durable
+}
+
+# A slice of the same name made after a removal owes nothing (tonarid.conf(5) promises it), whether
+# tonarid crashed right after, stopped cleanly, or was not running when the slice was made again.
+testcase_namesake_owes_nothing() {
+        trap '_kill_tonarids; kill ${helper:-} 2>/dev/null || true; cleanup_slices' EXIT
+        local d
+        conf namesake
+        start_tonarid namesake
+        sleep 600 &
+        helper=$!
+
+        # Removed and made again, then a crash (the old state file still had the debt).
+        "${CTL[@]}" slice create "${P}n"
+        "${CTL[@]}" borrow charge "${P}n" 2s
+        "${CTL[@]}" borrow add-proxy "${P}n" "$helper" >/dev/null
+        sleep 1.2
+        "${CTL[@]}" slice remove "${P}n"
+        "${CTL[@]}" slice create "${P}n"
+        crash namesake
+        start_tonarid namesake
+        assert_eq 0 "$(bprop "${P}n" BorrowedUSec)" "debt of the removed slice on its namesake"
+        assert_eq "" "$(proxy_ids "${P}n")"
+
+        # Removed, then a clean stop: the file has nothing of it.
+        "${CTL[@]}" borrow charge "${P}n" 1s
+        "${CTL[@]}" slice remove "${P}n"
+        stop_tonarid namesake
+        if grep -q " ${P}n " "$TESTDIR/run-namesake/borrow.state"; then
+                cat "$TESTDIR/run-namesake/borrow.state"
+                echo "the state file still has the removed slice"
+                return 1
+        fi
+
+        # Made again while tonarid was not running: another cgroup, another tenant.
+        start_tonarid namesake
+        "${CTL[@]}" slice create "${P}n"
+        "${CTL[@]}" borrow charge "${P}n" 3s
+        stop_tonarid namesake
+        for d in /sys/fs/cgroup/{,cpu/,cpuacct/,cpuset/,blkio/,memory/,pids/}tonari.slice/"${P}n"; do
+                [[ ! -d $d ]] || rmdir "$d"
+        done
+        for d in /sys/fs/cgroup/{,cpu/,cpuacct/,cpuset/,blkio/,memory/,pids/}tonari.slice; do
+                [[ -d $d ]] || continue
+                mkdir "$d/${P}n"
+                [[ ! -f $d/cpuset.cpus ]] || cat "$d/cpuset.cpus" >"$d/${P}n/cpuset.cpus"
+                [[ ! -f $d/cpuset.mems ]] || cat "$d/cpuset.mems" >"$d/${P}n/cpuset.mems"
+        done
+        start_tonarid namesake
+        assert_eq 0 "$(bprop "${P}n" BorrowedUSec)" "debt on a slice made again while tonarid was down"
+        assert_match "Slice '${P}n' was removed and made again; dropping its recorded debt of " \
+                "$(cat "$TESTDIR/namesake.log")"
+        kill "$helper"
+        "${CTL[@]}" slice remove "${P}n"
+        stop_tonarid namesake
+}
+
+# kill -9 at a random point of a charge / proxy / remove sequence, 20 times: no charge or proxy a
+# caller was told about is lost, nothing removed comes back, and a namesake made after a removal
+# owes nothing. Each step logs "start X" before and "done X OUTPUT" after its call returned.
+kill_sequence() {
+        local k=$1 id1 id2
+        step() {
+                local name=$1 out
+                shift
+                echo "start $name"
+                out=$("$@" 2>/dev/null) || { echo "fail $name"; exit 0; }
+                echo "done $name $out"
+                REPLY=$out
+        }
+        step C1 "${CTL[@]}" borrow charge "$k" 300ms
+        step P1 "${CTL[@]}" borrow add-proxy "$k" "$h1"
+        id1=$REPLY
+        for c in c1 c2 c3 c4 c5; do
+                step "$c" "${CTL[@]}" borrow charge "$k" 1ms
+        done
+        step R1 "${CTL[@]}" borrow remove-proxy "$id1"
+        step P2 "${CTL[@]}" borrow add-proxy "$k" "$h2"
+        id2=$REPLY
+        step SR "${CTL[@]}" slice remove "$k"
+        step SC "${CTL[@]}" slice create "$k"
+        step C2 "${CTL[@]}" borrow charge "$k" 2ms
+        step P3 "${CTL[@]}" borrow add-proxy "$k" "$h3"
+        : "$id2"
+}
+
+testcase_kill_at_random_points() {
+        trap '_kill_tonarids; kill ${h1:-} ${h2:-} ${h3:-} 2>/dev/null || true; cleanup_slices' EXIT
+        local k="${P}r" i log seq delay acked max borrowed ids p exists id1 id2 id3
+        conf random
+        start_tonarid random
+        sleep 600 &
+        h1=$!
+        sleep 600 &
+        h2=$!
+        sleep 600 &
+        h3=$!
+        for i in $(seq 20); do
+                # A fresh slice and no proxies for each round.
+                "${CTL[@]}" slice remove "$k" >/dev/null 2>&1 || true
+                for p in $("${CTL[@]}" --no-legend borrow proxies | awk '{ print $1 }'); do
+                        "${CTL[@]}" borrow remove-proxy "$p"
+                done
+                "${CTL[@]}" slice create "$k"
+
+                log=$TESTDIR/random-$i.log
+                kill_sequence "$k" >"$log" &
+                seq=$!
+                delay=$((RANDOM % 400))
+                sleep "$(printf '0.%03d' "$delay")"
+                crash random
+                wait "$seq" || true
+                start_tonarid random
+                echo "round $i: killed after ${delay} ms, $(grep -c '^done' "$log") steps done"
+                cat "$log"
+
+                st() { grep -Eq "^$1 $2( |\$)" "$log"; }                # # st done|start|fail STEP
+                done_() { st done "$1"; }
+                inflight() { st start "$1" && ! st done "$1"; }        # sent, answer unknown
+                ids=$(proxy_ids "$k" | sort | tr '\n' ' ')
+                exists=0
+                "${CTL[@]}" slice show "$k" >/dev/null 2>&1 && exists=1
+
+                if ! st start SR || { ! done_ SR && ((exists)); }; then
+                        # The first slice (a removal not acknowledged may not have happened): every
+                        # acknowledged charge is there, and no more than was sent.
+                        ((exists)) || { echo "round $i: slice '$k' is gone"; return 1; }
+                        acked=0 max=0
+                        done_ C1 && acked=300000
+                        st start C1 && max=300000
+                        for c in c1 c2 c3 c4 c5; do
+                                done_ "$c" && acked=$((acked + 1000))
+                                st start "$c" && max=$((max + 1000))
+                        done
+                        borrowed=$(bprop "$k" BorrowedUSec)
+                        assert_ge "$borrowed" "$acked" "round $i: BorrowedUSec against acknowledged charges"
+                        assert_le "$borrowed" "$max" "round $i: BorrowedUSec against charges sent"
+                        # An acknowledged proxy is there unless its removal was sent; a removed one is not.
+                        id1=$(sed -n 's/^done P1 //p' "$log")
+                        id2=$(sed -n 's/^done P2 //p' "$log")
+                        if [[ -n $id1 ]] && ! st start R1; then
+                                [[ " $ids" == *" $id1 "* ]] || { echo "round $i: proxy $id1 lost ($ids)"; return 1; }
+                        fi
+                        if done_ R1; then
+                                [[ " $ids" != *" $id1 "* ]] || { echo "round $i: removed proxy $id1 is back"; return 1; }
+                        fi
+                        if [[ -n $id2 ]]; then
+                                [[ " $ids" == *" $id2 "* ]] || { echo "round $i: proxy $id2 lost ($ids)"; return 1; }
+                        fi
+                elif ! done_ SC; then
+                        # Removed; made again only if that was sent, and then owing nothing.
+                        if ((exists)); then
+                                inflight SC || { echo "round $i: removed slice '$k' is back"; return 1; }
+                                assert_eq 0 "$(bprop "$k" BorrowedUSec)" "round $i: debt of a removed slice"
+                        fi
+                        assert_eq "" "$ids" "round $i: proxies of a removed slice"
+                else
+                        # Made again: owes only what was charged to it, has only its own proxy.
+                        ((exists)) || { echo "round $i: slice '$k' made again is gone"; return 1; }
+                        acked=0 max=0
+                        done_ C2 && acked=2000
+                        st start C2 && max=2000
+                        borrowed=$(bprop "$k" BorrowedUSec)
+                        assert_ge "$borrowed" "$acked" "round $i: BorrowedUSec of the namesake"
+                        assert_le "$borrowed" "$max" "round $i: BorrowedUSec of the namesake (the old debt?)"
+                        id3=$(sed -n 's/^done P3 //p' "$log")
+                        if [[ -n $id3 ]]; then
+                                assert_eq "$id3 " "$ids" "round $i: proxies of the namesake"
+                        elif ! inflight P3; then
+                                assert_eq "" "$ids" "round $i: proxies of the namesake"
+                        fi
+                fi
+        done
+        kill "$h1" "$h2" "$h3"
+        "${CTL[@]}" slice remove "$k" >/dev/null 2>&1 || true
+        stop_tonarid random
+}
+
+# What writing the state before every reply costs: GetStatus()'s BorrowStateWriteUSec over
+# BorrowStateWrites, with one slice and with 50 slices and 50 proxies in the file, with the runtime
+# directory on tmpfs (as /run is under systemd) and on the disk $TESTDIR is on.
+testcase_state_write_cost() {
+        trap '_kill_tonarids; kill ${helpers[*]:-} 2>/dev/null || true; rm -rf "${shm:-}"; cleanup_slices' EXIT
+        local i n0 t0 n1 t1 bytes where dir
+        shm=$(mktemp -d /dev/shm/tonari-test.XXXXXX)
+        helpers=()
+        for where in tmpfs disk; do
+                dir=$TESTDIR/run-cost
+                [[ $where == disk ]] || dir=$shm
+                printf '[Manager]\nRuntimeDirectory=%s\n' "$dir" >"$TESTDIR/cost.conf"
+                start_tonarid cost
+                "${CTL[@]}" slice create "${P}c0"
+                n0=$(status_value BorrowStateWrites)
+                t0=$(status_value BorrowStateWriteUSec)
+                for i in $(seq 200); do
+                        "${CTL[@]}" borrow charge "${P}c0" 1ms
+                done
+                n1=$(status_value BorrowStateWrites)
+                t1=$(status_value BorrowStateWriteUSec)
+                assert_ge "$((n1 - n0))" 200 "state writes for 200 charges"
+                bytes=$(stat -c %s "$dir/borrow.state")
+                echo "TONARI-RESULT host-cgroupfs borrow-state-write $where 1 target: $(((t1 - t0) / (n1 - n0))) us" \
+                        "per write ($((n1 - n0)) writes, $bytes bytes)"
+
+                for i in $(seq 50); do
+                        "${CTL[@]}" slice create "${P}c$i"
+                        "${CTL[@]}" borrow charge "${P}c$i" 1ms
+                        sleep 600 &
+                        helpers+=($!)
+                        "${CTL[@]}" borrow add-proxy "${P}c$i" "$!" >/dev/null
+                done
+                n0=$(status_value BorrowStateWrites)
+                t0=$(status_value BorrowStateWriteUSec)
+                for i in $(seq 200); do
+                        "${CTL[@]}" borrow charge "${P}c$((i % 50 + 1))" 1ms
+                done
+                n1=$(status_value BorrowStateWrites)
+                t1=$(status_value BorrowStateWriteUSec)
+                bytes=$(stat -c %s "$dir/borrow.state")
+                echo "TONARI-RESULT host-cgroupfs borrow-state-write $where 51 targets 50 proxies:" \
+                        "$(((t1 - t0) / (n1 - n0))) us per write ($((n1 - n0)) writes, $bytes bytes)"
+                kill "${helpers[@]}"
+                helpers=()
+                for i in $(seq 0 50); do
+                        "${CTL[@]}" slice remove "${P}c$i"
+                done
+                stop_tonarid cost
+        done
+}
+
 # tonarid asks the bus for a ChargeCPU() caller's credentials once per connection, yet a reload
 # that drops the user from AllowUsers= stops a connection that is still open from charging.
 testcase_charger_remembered_until_reload() {
@@ -325,7 +609,7 @@ testcase_bad_input() {
         "${nobody[@]}" "${CTL[@]}" borrow list >/dev/null
         # The state file is checked line by line: garbage is ignored, not trusted.
         stop_tonarid bad
-        printf '# tonari borrow state 1\ntarget ../../etc debt=1\nproxy 0 x pid=1\ntarget %s debt=nan\n' "${P}x" \
+        printf '# tonari borrow state 2\ntarget ../../etc cgroupid=1 debt=1\nproxy 0 x cgroupid=1 pid=1\ntarget %s cgroupid=1 debt=nan\ntarget %s debt=5000000\n' "${P}x" "${P}x" \
                 >"$TESTDIR/run-bad/borrow.state"
         start_tonarid bad
         assert_eq 0 "$(bprop "${P}x" DebtUSec)"

@@ -839,6 +839,7 @@ END_TEST
 /* A name that is an interface file of the parent is no cgroup: refused, nothing made or kept. */
 START_TEST(test_v2_create_not_a_directory) {
         _cleanup_(cgroup_root_freep) CGroupRoot *r = NULL;
+        uint64_t id = 42;
 
         fake_v2_root(V2_ALL);
         r = open_root(2);
@@ -853,6 +854,8 @@ START_TEST(test_v2_create_not_a_directory) {
         ck_assert_int_eq(cgroup_attach(r, "tonari.slice/memory.stat", 1234), -ENOTDIR);
         ck_assert_int_eq(cgroup_remove(r, "tonari.slice/memory.stat"), -ENOTDIR);
         assert_fake_file("tonari.slice/memory.stat", "anon 0\n");
+        ck_assert_int_eq(cgroup_get_id(r, "tonari.slice/memory.stat", &id), -ENOTDIR);
+        ck_assert_uint_eq(id, 42);
         fake_cleanup();
 }
 END_TEST
@@ -862,6 +865,7 @@ START_TEST(test_v2_attach_all_or_nothing) {
         _cleanup_(cgroup_root_freep) CGroupRoot *r = NULL;
         _cleanup_free_ char *procs = NULL;
         size_t failed = 42;
+        uint64_t id1, id2;
 
         fake_v2_root(V2_ALL);
         r = open_root(2);
@@ -891,6 +895,12 @@ START_TEST(test_v2_attach_all_or_nothing) {
         ck_assert_int_eq(cgroup_attach_many(r, "tonari.slice/web", (const pid_t[]) { 11, 12 }, 2, &failed), 0);
         assert_fake_file("tonari.slice/web/cgroup.procs", "12\n");
         ck_assert_int_eq(cgroup_attach_many(r, "tonari.slice/nope", (const pid_t[]) { 11 }, 1, NULL), -ENOENT);
+
+        /* a new directory, a new id */
+        ck_assert_int_eq(cgroup_get_id(r, "tonari.slice/web", &id1), 0);
+        ck_assert_int_eq(cgroup_get_id(r, "src", &id2), 0);
+        ck_assert_uint_ne(id1, id2);
+        ck_assert_int_eq(cgroup_get_id(r, "tonari.slice/nope", &id1), -ENOENT);
         fake_cleanup();
 }
 END_TEST

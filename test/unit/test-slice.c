@@ -115,6 +115,7 @@ static int create(SliceManager *m, const char *name, Slice **ret) {
                 slice_free(s);
                 return result;
         }
+        ck_assert_int_eq(slice_read_cgroup_id(s), 0);
         *ret = s;
         return 0;
 }
@@ -138,10 +139,13 @@ static void check_reserved_names(int version) {
         FOREACH_ELEMENT(n, reserved_names) {
                 _cleanup_free_ char *dir = strjoin(SLICE_CGROUPFS_PARENT "/_", *n);
                 Slice *s, *again;
+                uint64_t id;
 
                 ck_assert_int_eq(create(m, *n, &s), 0);
                 ck_assert_str_eq(s->name, *n);
                 ck_assert_str_eq(s->cgroup, dir);
+                ck_assert_uint_ne(s->cgroup_id, 0);
+                id = s->cgroup_id;
                 if (version == 1)
                         FOREACH_ELEMENT(h, v1_hierarchies) {
                                 _cleanup_free_ char *p = strjoin(*h, "/", dir);
@@ -158,6 +162,7 @@ static void check_reserved_names(int version) {
                 ck_assert_ptr_nonnull(again);
                 ck_assert_int_eq(again->state, SLICE_ACTIVE);
                 ck_assert_str_eq(again->cgroup, dir);
+                ck_assert_uint_eq(again->cgroup_id, id);
 
                 ck_assert_int_eq(remove_slice(again), 0);
                 ck_assert_ptr_null(slice_manager_find(m, *n));
@@ -216,6 +221,24 @@ START_TEST(test_v1_escape_is_one_to_one) {
 }
 END_TEST
 
+/* A slice made again under its name has another cgroup id. */
+START_TEST(test_cgroup_id_new_each_time) {
+        _cleanup_(slice_manager_freep) SliceManager *m = NULL;
+        Slice *s;
+        uint64_t id;
+
+        fake_v2_tree();
+        m = start();
+        ck_assert_int_eq(create(m, "web", &s), 0);
+        id = s->cgroup_id;
+        ck_assert_int_eq(remove_slice(s), 0);
+        /* (a file system may reuse the inode at once; hold on to it, as the kernel never reuses) */
+        fake_dir("hold");
+        ck_assert_int_eq(create(m, "web", &s), 0);
+        ck_assert_uint_ne(s->cgroup_id, id);
+}
+END_TEST
+
 /* Adoption never shows a value the API refuses: MemoryMax 0 (what v1 keeps of 1..4095 bytes). */
 START_TEST(test_v1_adopt_invalid_memory) {
         _cleanup_(slice_manager_freep) SliceManager *m = NULL;
@@ -266,4 +289,4 @@ START_TEST(test_v2_adopt_invalid_memory) {
 END_TEST
 
 TEST_SUITE("slice", test_v1_reserved_names, test_v2_reserved_names, test_v1_escape_is_one_to_one,
-           test_v1_adopt_invalid_memory, test_v2_adopt_invalid_memory)
+           test_cgroup_id_new_each_time, test_v1_adopt_invalid_memory, test_v2_adopt_invalid_memory)
