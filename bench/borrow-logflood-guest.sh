@@ -273,7 +273,7 @@ echo
 awk -v c=$((cpu_end - cpu_start)) -v w=$(((wall_end - wall_start) / 1000)) \
         'BEGIN { printf "tonarid CPU time during the runs: %.2f s of %.0f s wall (%.2f%% of one CPU)\n", c / 1e6, w / 1e6, 100 * c / w }'
 echo "GetStatus: $(busctl call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 GetStatus --json=short |
-        python3 -c 'import json,sys; d=json.load(sys.stdin)["data"][0]; print({k: d[k]["data"] for k in ("BorrowWorkUSec", "BorrowTicks", "BorrowCgroupWrites", "BorrowProbeReads", "CPUUsageUSec")})')"
+        python3 -c 'import json,sys; d=json.load(sys.stdin)["data"][0]; print({k: d[k]["data"] for k in ("BorrowWorkUSec", "BorrowTicks", "BorrowCgroupWrites", "BorrowProbeReads", "BorrowStateWrites", "BorrowStateWriteUSec", "CPUUsageUSec") if k in d})')"
 echo "sysbench's share of CPU 0 and events per CPU second (quota share = 1/N):"
 cat "$work/sysbench"
 echo "Where CPU 0's time went while sysbench ran (shares of the wall time):"
