@@ -17,6 +17,7 @@
 #include "path-util.h"
 #include "rm-rf.h"
 #include "string-util.h"
+#include "tar-util.h"
 
 /* index.json and a docker-archive's manifest.json are small; anything larger is not one. */
 #define LAYOUT_INDEX_MAX_BYTES (4U * 1024U * 1024U)
@@ -167,11 +168,16 @@ static bool docker_archive_name(const char *name) {
  * is created that the filter did not allow.
  */
 static int extract_archive(const char *path, int work_fd, name_filter_t filter, char **ret_error) {
+        _cleanup_(tar_locale_leave) locale_t old_locale = (locale_t) 0;
         struct archive *a;
         struct archive_entry *e;
         unsigned n_entries = 0;
         int r = 0, k;
 
+        /* Member names are bytes: an archive with a non-ASCII name is not refused (tar-util.h). */
+        r = tar_locale_enter(&old_locale);
+        if (r < 0)
+                return r;
         a = archive_read_new();
         if (!a)
                 return -ENOMEM;
@@ -183,7 +189,7 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
                 goto finish;
         }
 
-        while ((k = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+        while ((k = tar_next_header(a, &e)) == ARCHIVE_OK) {
                 const char *name = archive_entry_pathname(e);
                 _cleanup_close_ int fd = -EBADF;
                 const void *block;

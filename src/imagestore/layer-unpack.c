@@ -12,6 +12,7 @@
 #include "layer-unpack.h"
 #include "path-util.h"
 #include "string-util.h"
+#include "tar-util.h"
 #include "toc.h"
 
 /* Reads from the decompressor and from the tar reader go in pieces of this size. */
@@ -212,6 +213,7 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, int toc_fd, 
         _cleanup_(toc_writer_freep) TocWriter *toc = NULL;
         _cleanup_hasher_ Hasher *hasher = NULL;
         _cleanup_free_ uint8_t *buffer = NULL, *content_buffer = NULL;
+        _cleanup_(tar_locale_leave) locale_t old_locale = (locale_t) 0;
         struct archive *tar = NULL;
         struct archive_entry *e;
         Stream st = {};
@@ -227,6 +229,10 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, int toc_fd, 
         if (r < 0)
                 return r;
         r = toc_writer_new(TOC_CHUNK_SIZE_DEFAULT, &toc);
+        if (r < 0)
+                return r;
+        /* Names are the tar's bytes, whatever the process's locale (tar-util.h). */
+        r = tar_locale_enter(&old_locale);
         if (r < 0)
                 return r;
 
@@ -249,7 +255,7 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, int toc_fd, 
                 goto finish;
         }
 
-        while ((k = archive_read_next_header(tar, &e)) == ARCHIVE_OK) {
+        while ((k = tar_next_header(tar, &e)) == ARCHIVE_OK) {
                 _cleanup_free_ char *path = NULL, *target = NULL;
                 const char *parent, *name, *xname;
                 TocEntrySpec spec = {};

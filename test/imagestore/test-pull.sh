@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # test-pull.sh IMAGESTORE-TOOL: pulls make-test-image's image (busybox-static and hand-made layers
-# with whiteouts, opaque directories, hard links, devices, setuid files, xattrs; plus a Debian
-# minbase tree as the bottom layer when make-rootfs-tar can build one) into the image store from a
-# real docker-registry, an OCI layout, an oci-archive and a docker-archive, and compares the store's
+# with whiteouts, opaque directories, hard links, devices, setuid files, xattrs, names in several
+# scripts and names that are not UTF-8; plus a Debian minbase tree with ca-certificates, whose names
+# go beyond ASCII, as the bottom layer when make-rootfs-tar can build one) into the image store from
+# a real docker-registry, an OCI layout, an oci-archive and a docker-archive, and compares the store's
 # view of the layer chain with what "umoci unpack" makes of the same image: every path, type, mode,
 # owner, size, content digest, link target, device number, mtime, xattr and hard link group must be
 # the same. Then the bad inputs: a corrupted blob, a registry that goes away in the middle of a
@@ -31,11 +32,17 @@ trap cleanup EXIT
 
 rootfs_tar=
 if [[ ${TONARI_TEST_ROOTFS:-yes} == yes ]]; then
-        rootfs_tar=$("$here/make-rootfs-tar") || { echo "make-rootfs-tar failed ($?)"; exit 1; }
+        rootfs_tar=$("$here/make-rootfs-tar" ca-certificates) || { echo "make-rootfs-tar failed ($?)"; exit 1; }
 fi
 "$here/make-test-image" "$WORK/layout" $rootfs_tar 2> >(grep -v 'ignoring empty-valued xattr' >&2)
 umoci unpack --image "$WORK/layout:test" "$WORK/bundle" >/dev/null 2> >(grep -v 'ignoring' >&2)
 python3 "$here/tree-listing.py" dir "$WORK/bundle/rootfs" >"$WORK/expected.txt"
+# The names the comparison must cover (json.dumps writes them as \u escapes).
+grep -q '"path": "opt/names/invalid-\\udcff\\udcfe\\udcc3"' "$WORK/expected.txt"
+if [[ -n $rootfs_tar ]]; then
+        grep -q '"path": "usr/share/ca-certificates/mozilla/NetLock_Arany_=Class_Gold=_F\\u0151tan\\u00fas\\u00edtv\\u00e1ny.crt"' \
+                "$WORK/expected.txt"
+fi
 expected_layers=$(python3 -c 'import json, sys
 index = json.load(open(sys.argv[1] + "/index.json"))
 manifest = index["manifests"][0]["digest"].split(":")[1]

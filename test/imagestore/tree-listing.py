@@ -14,6 +14,8 @@
 # Each line has path, type, mode (octal, with setuid/setgid/sticky), uid, gid; regular files their
 # size and sha256, symlinks their target, devices their major/minor; non-directories their mtime;
 # every entry its xattrs (hex values); names of one inode carry the sorted list of all its names.
+# Names are bytes: both views decode them the same way (UTF-8 with surrogate escapes, as os.fsdecode
+# does), so a name that is not UTF-8 compares byte for byte too.
 import hashlib, json, os, stat, sys
 
 TYPES = {stat.S_IFREG: "regular", stat.S_IFDIR: "directory", stat.S_IFLNK: "symlink", stat.S_IFCHR: "char",
@@ -57,7 +59,7 @@ def from_tocs(paths):
         # view: path -> (layer index, entry dict); opaque and whiteouts applied layer by layer.
         view = {}
         for index, p in enumerate(paths):
-                with open(p) as f:
+                with open(p, encoding="utf-8", errors="surrogateescape") as f:
                         toc = json.load(f)
                 layer = {e["path"]: e for e in toc["entries"] if e["path"] != ""}
                 # Opaque directories first: they hide every lower name below them.
