@@ -679,11 +679,14 @@ int image_store_gc(ImageStore *is, bool dry_run, GcStats *ret, char **ret_error)
          * collection: deleting what it names would damage an image. */
         for (size_t i = 0; i < layers.n; i++) {
                 _cleanup_close_ int fd = store_open_item(is->store, STORE_LAYER, &layers.items[i]);
+                _cleanup_toc_ Toc *t = NULL;
                 char buf[DIGEST_STRING_MAX];
 
                 if (fd == -ENOENT)
                         continue;
-                r = fd < 0 ? fd : toc_for_each_content(fd, add_object, &objects);
+                r = fd < 0 ? fd : toc_open_fd(fd, &t);
+                if (r >= 0)
+                        r = toc_for_each_content(t, add_object, &objects);
                 if (r < 0) {
                         r = set_error_message(ret_error, r, "layer %s: cannot read its table of contents: %s",
                                               digest_to_string(&layers.items[i], buf), strerror(-r));

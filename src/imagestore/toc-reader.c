@@ -4,21 +4,28 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc-util.h"
 #include "fd-util.h"
+#include "fileio.h"
 #include "json-util.h"
 #include "string-util.h"
 #include "toc-format.h"
 #include "toc.h"
 
+/*
+ * The reader never maps a file: a mapping can change under it (another process writing the file)
+ * or fault (SIGBUS when the file is truncated), and both would defeat the validation at open.
+ * toc_open_fd() and toc_open_owned() keep bytes nobody else writes; every accessor still checks
+ * the offsets and lengths it follows, so that a reader is memory-safe on its own and not only by
+ * the validation it passed once.
+ */
 struct Toc {
         const uint8_t *data;
         size_t size;
-        bool mapped;
+        bool owned;
         uint32_t chunk_size;
         uint64_t n_entries;
         const uint8_t *entries;
@@ -78,9 +85,27 @@ static void read_entry_raw(const Toc *t, uint64_t i, TocEntry *e) {
                 e->digest = t->extra + e->content_off;
 }
 
-/* A validated record. */
-static void read_entry(const Toc *t, uint64_t i, TocEntry *e) {
+/*
+ * A record for the accessors: the index within the table, and every pointer the caller will follow
+ * inside its section. -EBADMSG for a record that is not (the ToC was validated at open, so only a
+ * reader bug or memory that changed gets there, and neither may become an out-of-bounds read).
+ */
+static int read_entry(const Toc *t, uint64_t i, TocEntry *e) {
+        if (i >= t->n_entries)
+                return -ENOENT;
         read_entry_raw(t, i, e);
+        if ((!e->name && i != 0) || (!e->target && e->target_len != 0) ||
+            (e->type == TOC_TYPE_REGULAR &&
+             (!e->digest || !in_range(e->content_off, (uint64_t) DIGEST_SIZE * (1 + (uint64_t) e->n_chunks),
+                                      t->extra_size))) ||
+            (e->n_xattrs > 0 && !in_range(e->xattrs_off, (uint64_t) e->n_xattrs * TOC_XATTR_SIZE, t->extra_size)) ||
+            (e->type == TOC_TYPE_DIRECTORY && e->n_children > 0 &&
+             (e->first_child <= i || e->first_child > t->n_entries || e->n_children > t->n_entries - e->first_child)) ||
+            (i > 0 && e->parent >= i) || e->link >= t->n_entries)
+                return -EBADMSG;
+        if (i == 0)
+                e->name = "";
+        return 0;
 }
 
 static int compare_names(const char *a, size_t la, const char *b, size_t lb) {
@@ -254,9 +279,22 @@ int toc_open_buffer(const void *data, size_t size, Toc **ret) {
         return 0;
 }
 
+int toc_open_owned(void *data, size_t size, Toc **ret) {
+        Toc *t;
+        int r;
+
+        r = toc_open_buffer(data, size, &t);
+        if (r < 0)
+                return r;
+        t->owned = true;
+        *ret = t;
+        return 0;
+}
+
 int toc_open_fd(int fd, Toc **ret) {
+        _cleanup_free_ char *data = NULL;
         struct stat st;
-        void *p;
+        size_t size;
         Toc *t;
         int r;
 
@@ -264,17 +302,15 @@ int toc_open_fd(int fd, Toc **ret) {
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return -EBADMSG;
-        if (st.st_size < TOC_HEADER_SIZE_V1 || (uint64_t) st.st_size > SIZE_MAX)
+        r = read_full_fd(fd, TOC_SIZE_MAX, &data, &size);
+        if (r == -E2BIG)
                 return -EBADMSG;
-        p = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED)
-                return -errno;
-        r = toc_open_buffer(p, (size_t) st.st_size, &t);
-        if (r < 0) {
-                munmap(p, (size_t) st.st_size);
+        if (r < 0)
                 return r;
-        }
-        t->mapped = true;
+        r = toc_open_owned(data, size, &t);
+        if (r < 0)
+                return r;
+        TAKE_PTR(data);
         *ret = t;
         return 0;
 }
@@ -282,9 +318,14 @@ int toc_open_fd(int fd, Toc **ret) {
 Toc *toc_free(Toc *t) {
         if (!t)
                 return NULL;
-        if (t->mapped)
-                munmap((void *) t->data, t->size);
+        if (t->owned)
+                free((void *) t->data);
         return mfree(t);
+}
+
+const void *toc_data(const Toc *t, size_t *ret_size) {
+        *ret_size = t->size;
+        return t->data;
 }
 
 uint64_t toc_n_entries(const Toc *t) {
@@ -296,34 +337,54 @@ uint32_t toc_chunk_size(const Toc *t) {
 }
 
 int toc_get(const Toc *t, uint64_t ino, TocEntry *ret) {
-        if (ino >= t->n_entries)
+        return read_entry(t, ino, ret);
+}
+
+int toc_child(const Toc *t, const TocEntry *dir, uint32_t i, TocEntry *ret) {
+        TocEntry c;
+        int r;
+
+        if (dir->type != TOC_TYPE_DIRECTORY)
+                return -ENOTDIR;
+        if (i >= dir->n_children)
                 return -ENOENT;
-        read_entry(t, ino, ret);
+        /* dir may come from the caller: its child range is checked here again. */
+        if (dir->first_child > t->n_entries || i >= t->n_entries - dir->first_child)
+                return -EBADMSG;
+        r = read_entry(t, dir->first_child + i, &c);
+        if (r < 0)
+                return r == -ENOENT ? -EBADMSG : r;
+        if (c.parent != dir->ino)
+                return -EBADMSG;
+        *ret = c;
         return 0;
 }
 
 int toc_lookup(const Toc *t, uint64_t dir, const char *name, size_t name_len, uint64_t *ret) {
         TocEntry d;
-        uint64_t lo, hi;
+        uint32_t lo = 0, hi;
+        int r;
 
-        if (dir >= t->n_entries)
-                return -ENOENT;
-        read_entry(t, dir, &d);
+        r = read_entry(t, dir, &d);
+        if (r < 0)
+                return r;
         if (d.type != TOC_TYPE_DIRECTORY)
                 return -ENOTDIR;
-        lo = d.first_child;
-        hi = d.first_child + d.n_children;
+        hi = d.n_children;
         while (lo < hi) {
-                uint64_t mid = lo + (hi - lo) / 2;
-                const uint8_t *p = entry_at(t, mid);
-                int c = compare_names((const char *) t->strings + toc_get32(p + TOC_E_NAME_OFF),
-                                      toc_get32(p + TOC_E_NAME_LEN), name, name_len);
+                uint32_t mid = lo + (hi - lo) / 2;
+                TocEntry c;
+                int k;
 
-                if (c == 0) {
-                        *ret = mid;
+                r = toc_child(t, &d, mid, &c);
+                if (r < 0)
+                        return r;
+                k = compare_names(c.name, c.name_len, name, name_len);
+                if (k == 0) {
+                        *ret = c.ino;
                         return 0;
                 }
-                if (c < 0)
+                if (k < 0)
                         lo = mid + 1;
                 else
                         hi = mid;
@@ -352,37 +413,56 @@ int toc_resolve(const Toc *t, const char *path, uint64_t *ret) {
 }
 
 int toc_xattr(const Toc *t, const TocEntry *e, uint32_t i, TocXattrView *ret) {
+        uint64_t at = e->xattrs_off + (uint64_t) i * TOC_XATTR_SIZE, value_off;
+        uint32_t name_off, name_len, value_len;
         const uint8_t *x;
 
         if (i >= e->n_xattrs)
                 return -ENOENT;
-        x = t->extra + e->xattrs_off + (uint64_t) i * TOC_XATTR_SIZE;
+        if (e->xattrs_off > t->extra_size || !in_range(at, TOC_XATTR_SIZE, t->extra_size))
+                return -EBADMSG;
+        x = t->extra + at;
+        name_off = toc_get32(x + TOC_X_NAME_OFF);
+        name_len = toc_get32(x + TOC_X_NAME_LEN);
+        value_off = toc_get64(x + TOC_X_VALUE_OFF);
+        value_len = toc_get32(x + TOC_X_VALUE_LEN);
+        if (name_len == 0 || !in_range(name_off, name_len, t->strings_size) ||
+            !in_range(value_off, value_len, t->extra_size))
+                return -EBADMSG;
         *ret = (TocXattrView) {
-                .name = (const char *) t->strings + toc_get32(x + TOC_X_NAME_OFF),
-                .name_len = toc_get32(x + TOC_X_NAME_LEN),
-                .value = t->extra + toc_get64(x + TOC_X_VALUE_OFF),
-                .size = toc_get32(x + TOC_X_VALUE_LEN),
+                .name = (const char *) t->strings + name_off,
+                .name_len = name_len,
+                .value = t->extra + value_off,
+                .size = value_len,
         };
         return 0;
 }
 
 int toc_chunk(const Toc *t, const TocEntry *e, uint32_t i, Digest *ret) {
+        uint64_t at;
+
         if (e->type != TOC_TYPE_REGULAR || i >= e->n_chunks)
                 return -ENOENT;
-        memcpy(ret->bytes, t->extra + e->content_off + (uint64_t) DIGEST_SIZE * (1 + i), DIGEST_SIZE);
+        at = e->content_off + (uint64_t) DIGEST_SIZE * (1 + (uint64_t) i);
+        if (e->content_off > t->extra_size || !in_range(at, DIGEST_SIZE, t->extra_size))
+                return -EBADMSG;
+        memcpy(ret->bytes, t->extra + at, DIGEST_SIZE);
         return 0;
 }
 
 int toc_path(const Toc *t, uint64_t ino, char *buf, size_t size) {
         size_t pos = size;
         TocEntry e;
+        int r;
 
         if (ino >= t->n_entries || size == 0)
                 return -EINVAL;
         buf[--pos] = 0;
-        /* Parents have smaller numbers (validated): this ends. */
+        /* Parents have smaller numbers (read_entry() checks it each step): this ends. */
         while (ino != 0) {
-                read_entry(t, ino, &e);
+                r = read_entry(t, ino, &e);
+                if (r < 0)
+                        return r;
                 if (e.name_len + (pos < size - 1) > pos)
                         return -ENAMETOOLONG;
                 if (pos < size - 1)
@@ -395,18 +475,35 @@ int toc_path(const Toc *t, uint64_t ino, char *buf, size_t size) {
         return 0;
 }
 
-int toc_for_each_content(int fd, int (*f)(const Digest *d, void *userdata), void *userdata) {
-        _cleanup_toc_ Toc *t = NULL;
+int toc_stats(const Toc *t, uint64_t *ret_entries, uint64_t *ret_unpacked_bytes) {
+        uint64_t bytes = 0;
         int r;
 
-        r = toc_open_fd(fd, &t);
-        if (r < 0)
-                return r;
+        for (uint64_t i = 0; i < t->n_entries; i++) {
+                TocEntry e;
+
+                r = read_entry(t, i, &e);
+                if (r < 0)
+                        return r;
+                /* Hard links once: the name that owns the inode counts. */
+                if (e.type == TOC_TYPE_REGULAR && e.link == i)
+                        bytes += e.size;
+        }
+        *ret_entries = t->n_entries;
+        *ret_unpacked_bytes = bytes;
+        return 0;
+}
+
+int toc_for_each_content(const Toc *t, int (*f)(const Digest *d, void *userdata), void *userdata) {
+        int r;
+
         for (uint64_t i = 0; i < t->n_entries; i++) {
                 TocEntry e;
                 Digest d;
 
-                read_entry(t, i, &e);
+                r = read_entry(t, i, &e);
+                if (r < 0)
+                        return r;
                 if (e.type != TOC_TYPE_REGULAR || e.link != i)
                         continue;
                 memcpy(d.bytes, e.digest, DIGEST_SIZE);
@@ -497,8 +594,9 @@ static int dump_json(const Toc *t, FILE *f) {
                         json_object_put(o);
                         return -ENOMEM;
                 }
-                read_entry(t, i, &e);
-                r = toc_path(t, i, path, sizeof(path));
+                r = read_entry(t, i, &e);
+                if (r >= 0)
+                        r = toc_path(t, i, path, sizeof(path));
                 if (r < 0)
                         return r;
                 json_object_object_add(o, "inode", json_object_new_int64((int64_t) i));
@@ -547,7 +645,9 @@ static int dump_json(const Toc *t, FILE *f) {
                         _cleanup_free_ char *name = NULL, *value = NULL;
                         TocXattrView v;
 
-                        (void) toc_xattr(t, &e, k, &v);
+                        r = toc_xattr(t, &e, k, &v);
+                        if (r < 0)
+                                return r;
                         name = memdup_suffix0(v.name, v.name_len);
                         value = hex(v.value, v.size);
                         if (!name || !value)
@@ -569,8 +669,9 @@ int toc_dump(const Toc *t, FILE *f, bool json) {
                 TocEntry e;
                 int r;
 
-                read_entry(t, i, &e);
-                r = toc_path(t, i, path, sizeof(path));
+                r = read_entry(t, i, &e);
+                if (r >= 0)
+                        r = toc_path(t, i, path, sizeof(path));
                 if (r < 0)
                         return r;
                 mode_string(&e, mode);
@@ -598,7 +699,9 @@ int toc_dump(const Toc *t, FILE *f, bool json) {
                 for (uint32_t k = 0; k < e.n_xattrs; k++) {
                         TocXattrView v;
 
-                        (void) toc_xattr(t, &e, k, &v);
+                        r = toc_xattr(t, &e, k, &v);
+                        if (r < 0)
+                                return r;
                         fprintf(f, " %.*s=%zuB", (int) v.name_len, v.name, v.size);
                 }
                 fputc('\n', f);

@@ -587,6 +587,11 @@ static int build(TocWriter *w, Buf *out, uint64_t *ret_entries) {
                 goto finish;
         }
 
+        /* What a reader would refuse (TOC_SIZE_MAX) is not written. */
+        if ((uint64_t) n > TOC_SIZE_MAX / TOC_ENTRY_SIZE_V1) {
+                r = -E2BIG;
+                goto finish;
+        }
         r = buf_reserve(out, TOC_HEADER_SIZE_V1 + n * TOC_ENTRY_SIZE_V1, &header);
         if (r < 0)
                 goto finish;
@@ -643,6 +648,10 @@ static int build(TocWriter *w, Buf *out, uint64_t *ret_entries) {
                 uint64_t strings_off, extra_off;
                 Digest sum;
 
+                if ((uint64_t) out->size + strings.size + extra.size > TOC_SIZE_MAX) {
+                        r = -E2BIG;
+                        goto finish;
+                }
                 r = buf_append(out, strings.data, strings.size, &strings_off);
                 if (r >= 0)
                         r = buf_append(out, extra.data, extra.size, &extra_off);

@@ -33,6 +33,9 @@
 #define TOC_NAME_MAX 255U
 #define TOC_PATH_MAX 4096U
 #define TOC_TARGET_MAX 4096U
+/* A ToC is read into memory whole: the writer refuses to make a larger one, readers to read one.
+ * Debian's largest layers (~100k entries) make ToCs of about 15 MB. */
+#define TOC_SIZE_MAX (512U * 1024U * 1024U)
 
 typedef enum TocType {
         TOC_TYPE_REGULAR = 1,
@@ -144,13 +147,19 @@ typedef struct TocXattrView {
 } TocXattrView;
 
 /*
- * Opens a ToC. Everything is validated here, so that no later call can read out of bounds or
- * loop, whatever the input: -EBADMSG for anything malformed or a wrong checksum,
- * -EPROTONOSUPPORT for another major version.
+ * Opens a ToC. The whole file is validated here (-EBADMSG for anything malformed or a wrong
+ * checksum, -EPROTONOSUPPORT for another major version), and every accessor below checks again
+ * each offset and length it follows (-EBADMSG), so that no call can read out of bounds or loop,
+ * whatever the bytes are. Nothing is mapped: the bytes are the reader's own or the caller's.
+ *
+ * toc_open_owned() is for bytes that arrived whole and were verified against a digest the caller
+ * trusts (the relay's record, GetToC's digest): the Toc takes them (on success) and frees them.
  */
-int toc_open_fd(int fd, Toc **ret);
-/* Over memory the caller keeps alive while the Toc is used. */
+int toc_open_owned(void *data, size_t size, Toc **ret);
+/* Over memory the caller keeps alive and unchanged while the Toc is used. */
 int toc_open_buffer(const void *data, size_t size, Toc **ret);
+/* Reads the file whole (a regular file of at most TOC_SIZE_MAX bytes) into memory of its own. */
+int toc_open_fd(int fd, Toc **ret);
 Toc *toc_free(Toc *t);
 static inline void toc_freep(Toc **t) {
         toc_free(*t);
@@ -159,8 +168,12 @@ static inline void toc_freep(Toc **t) {
 
 uint64_t toc_n_entries(const Toc *t) _pure_;
 uint32_t toc_chunk_size(const Toc *t) _pure_;
+/* The ToC's bytes, as opened. */
+const void *toc_data(const Toc *t, size_t *ret_size);
 /* -ENOENT beyond the last entry. */
 int toc_get(const Toc *t, uint64_t ino, TocEntry *ret);
+/* The i-th child of directory dir (in name order): -ENOTDIR, -ENOENT past the last one. */
+int toc_child(const Toc *t, const TocEntry *dir, uint32_t i, TocEntry *ret);
 /* -ENOTDIR if dir is not a directory, -ENOENT if it has no such child. */
 int toc_lookup(const Toc *t, uint64_t dir, const char *name, size_t name_len, uint64_t *ret);
 /* "a/b/c" (no leading '/', "" is the root). */
@@ -173,7 +186,9 @@ int toc_chunk(const Toc *t, const TocEntry *e, uint32_t i, Digest *ret);
 int toc_path(const Toc *t, uint64_t ino, char *buf, size_t size);
 
 /* Calls f for the content digest of every regular file that owns its content. */
-int toc_for_each_content(int fd, int (*f)(const Digest *d, void *userdata), void *userdata);
+int toc_for_each_content(const Toc *t, int (*f)(const Digest *d, void *userdata), void *userdata);
+/* The number of entries, and the sum of the regular files' sizes (hard links counted once). */
+int toc_stats(const Toc *t, uint64_t *ret_entries, uint64_t *ret_unpacked_bytes);
 
 /* tonarictl image toc: one line per entry, or one JSON document. */
 int toc_dump(const Toc *t, FILE *f, bool json);

@@ -46,12 +46,22 @@ static int open_toc(Relay *relay, RpcCall *call, const char *layer, Toc **ret) {
         return r < 0 ? r : 0;
 }
 
-static int get_entry(Toc *t, RpcCall *call, uint64_t ino, TocEntry *ret) {
-        if (toc_get(t, ino, ret) < 0) {
-                rpc_call_set_error(call, "no inode %" PRIu64, ino);
-                return -ENOENT;
+/* A ToC in memory is validated and checked on each access: an error there is damage, never a
+ * read out of bounds. */
+static int damaged(RpcCall *call, const char *layer, int r) {
+        if (r == -EBADMSG) {
+                rpc_call_set_error(call, "the table of contents of layer %s is damaged", layer);
+                return -EUCLEAN;
         }
-        return 0;
+        return r;
+}
+
+static int get_entry(Toc *t, RpcCall *call, const char *layer, uint64_t ino, TocEntry *ret) {
+        int r = toc_get(t, ino, ret);
+
+        if (r == -ENOENT)
+                rpc_call_set_error(call, "no inode %" PRIu64, ino);
+        return damaged(call, layer, r);
 }
 
 static Tonari__Layers__V1__Type type_to_proto(TocType t) {
@@ -155,7 +165,7 @@ static int handle_read(RpcCall *call, const void *data, size_t size, void *userd
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
-        r = get_entry(t, call, req->inode, &e);
+        r = get_entry(t, call, req->layer, req->inode, &e);
         if (r >= 0 && e.type != TOC_TYPE_REGULAR) {
                 rpc_call_set_error(call, "inode %" PRIu64 " is not a regular file", req->inode);
                 r = -EINVAL;
@@ -198,13 +208,13 @@ static int handle_read(RpcCall *call, const void *data, size_t size, void *userd
         return 0;
 }
 
-static int reply_entry(Relay *relay, RpcCall *call, Toc *t, uint64_t ino) {
+static int reply_entry(RpcCall *call, Toc *t, const char *layer, uint64_t ino) {
         Tonari__Layers__V1__Entry m;
         char digest[DIGEST_STRING_MAX];
         TocEntry e;
         int r;
 
-        r = get_entry(t, call, ino, &e);
+        r = get_entry(t, call, layer, ino, &e);
         if (r < 0)
                 return r;
         entry_to_proto(&e, &m, digest);
@@ -229,13 +239,13 @@ static int handle_lookup(RpcCall *call, const void *data, size_t size, void *use
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
-        r = toc_lookup(t, req->parent, req->name, strlen(req->name), &ino);
+        r = damaged(call, req->layer, toc_lookup(t, req->parent, req->name, strlen(req->name), &ino));
         if (r == -ENOENT)
                 rpc_call_set_error(call, "no \"%s\" in inode %" PRIu64, req->name, req->parent);
         else if (r == -ENOTDIR)
                 rpc_call_set_error(call, "inode %" PRIu64 " is not a directory", req->parent);
         if (r >= 0)
-                r = reply_entry(relay, call, t, ino);
+                r = reply_entry(call, t, req->layer, ino);
         relay_toc_put(relay, t);
         return r;
 }
@@ -253,7 +263,7 @@ static int handle_getattr(RpcCall *call, const void *data, size_t size, void *us
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
-        r = reply_entry(relay, call, t, req->inode);
+        r = reply_entry(call, t, req->layer, req->inode);
         relay_toc_put(relay, t);
         return r;
 }
@@ -278,7 +288,7 @@ static int handle_readdir(RpcCall *call, const void *data, size_t size, void *us
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
-        r = get_entry(t, call, req->inode, &d);
+        r = get_entry(t, call, req->layer, req->inode, &d);
         if (r >= 0 && d.type != TOC_TYPE_DIRECTORY) {
                 rpc_call_set_error(call, "inode %" PRIu64 " is not a directory", req->inode);
                 r = -ENOTDIR;
@@ -290,7 +300,12 @@ static int handle_readdir(RpcCall *call, const void *data, size_t size, void *us
                 for (; n < BATCH && i < d.n_children && (req->max_entries == 0 || sent < req->max_entries); n++, i++) {
                         TocEntry c;
 
-                        (void) toc_get(t, d.first_child + i, &c);
+                        r = toc_child(t, &d, (uint32_t) i, &c);
+                        if (r < 0) {
+                                rpc_call_set_error(call, "the table of contents of layer %s is damaged", req->layer);
+                                r = -EUCLEAN;
+                                break;
+                        }
                         memcpy(names[n], c.name, c.name_len);
                         names[n][c.name_len] = 0;
                         entry_to_proto(&c, &attrs[n], digests[n]);
@@ -301,6 +316,8 @@ static int handle_readdir(RpcCall *call, const void *data, size_t size, void *us
                         ptrs[n] = &entries[n];
                         sent++;
                 }
+                if (r < 0)
+                        break;
                 b.n_entries = n;
                 b.entries = ptrs;
                 r = rpc_call_send_proto(call, &b.base);
@@ -325,7 +342,7 @@ static int handle_readlink(RpcCall *call, const void *data, size_t size, void *u
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
-        r = get_entry(t, call, req->inode, &e);
+        r = get_entry(t, call, req->layer, req->inode, &e);
         if (r >= 0 && e.type != TOC_TYPE_SYMLINK) {
                 rpc_call_set_error(call, "inode %" PRIu64 " is not a symbolic link", req->inode);
                 r = -EINVAL;
@@ -357,7 +374,7 @@ static int handle_listxattr(RpcCall *call, const void *data, size_t size, void *
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
-        r = get_entry(t, call, req->inode, &e);
+        r = get_entry(t, call, req->layer, req->inode, &e);
         if (r >= 0) {
                 names = new0(char *, e.n_xattrs);
                 r = names ? 0 : -ENOMEM;
@@ -365,7 +382,9 @@ static int handle_listxattr(RpcCall *call, const void *data, size_t size, void *
         for (uint32_t k = 0; r >= 0 && k < e.n_xattrs; k++) {
                 TocXattrView x;
 
-                (void) toc_xattr(t, &e, k, &x);
+                r = damaged(call, req->layer, toc_xattr(t, &e, k, &x));
+                if (r < 0)
+                        break;
                 names[k] = memdup_suffix0(x.name, x.name_len);
                 m.n_names = k + 1;
                 if (!names[k])
@@ -399,11 +418,13 @@ static int handle_getxattr(RpcCall *call, const void *data, size_t size, void *u
         r = open_toc(relay, call, req->layer, &t);
         if (r < 0)
                 return r;
-        r = get_entry(t, call, req->inode, &e);
+        r = get_entry(t, call, req->layer, req->inode, &e);
         for (uint32_t k = 0; r >= 0 && k < e.n_xattrs && !found; k++) {
                 TocXattrView x;
 
-                (void) toc_xattr(t, &e, k, &x);
+                r = damaged(call, req->layer, toc_xattr(t, &e, k, &x));
+                if (r < 0)
+                        break;
                 if (x.name_len == strlen(req->name) && memcmp(x.name, req->name, x.name_len) == 0) {
                         value = memdup(x.value, x.size);
                         r = value ? 0 : -ENOMEM;

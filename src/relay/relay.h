@@ -14,8 +14,8 @@
 #include "rpc.h"
 #include "toc.h"
 
-/* ToCs kept open (mapped and validated) for the calls without ToC: a lookup must not re-validate
- * a layer's whole table each time. */
+/* ToCs kept open (read into memory and validated) for the calls without ToC: a lookup must not
+ * re-validate a layer's whole table each time. */
 #define RELAY_TOC_CACHE_MAX 64
 
 typedef struct RelayToc {

@@ -412,10 +412,99 @@ START_TEST(test_file_and_contents) {
         ck_assert_uint_eq(bytes, (uint64_t) lseek(fd, 0, SEEK_CUR));
         ck_assert_int_eq(toc_open_fd(fd, &t), 0);
         ck_assert_uint_eq(toc_n_entries(t), 4);
+        /* The reader has the bytes: the file truncated or rewritten under it changes nothing (a
+         * mapping would have died of SIGBUS here). */
+        ck_assert_int_eq(ftruncate(fd, 0), 0);
+        ck_assert_int_eq(ftruncate(fd, 4096), 0);
 
         /* Each content once: the hard link owns none. */
-        ck_assert_int_eq(toc_for_each_content(fd, count_contents, &seen), 0);
+        ck_assert_int_eq(toc_for_each_content(t, count_contents, &seen), 0);
         ck_assert_uint_eq(seen, 2);
+        ck_assert_int_eq(toc_stats(t, &entries, &bytes), 0);
+        ck_assert_uint_eq(entries, 4);
+        ck_assert_uint_eq(bytes, 2); /* a and b; c is a's other name */
+}
+END_TEST
+
+/*
+ * Memory that changes after validation (the relay's ToC cache once mapped files that could): every
+ * accessor checks what it follows again, and refuses with -EBADMSG rather than read out of bounds
+ * or loop. The three damages the relay met, and others of the same kind.
+ */
+START_TEST(test_damage_after_open) {
+        _cleanup_(toc_writer_freep) TocWriter *w = NULL;
+        _cleanup_free_ uint8_t *buf = NULL, *pristine = NULL;
+        _cleanup_toc_ Toc *t = NULL;
+        char path[TOC_PATH_MAX + 1];
+        uint64_t ino, root_off, f_off, e1_off, entries_off, entry_size, f, l;
+        TocEntry root, e;
+        TocXattrView x;
+        Digest d;
+        size_t size;
+
+        ck_assert_int_eq(toc_writer_new(TOC_CHUNK_SIZE_DEFAULT, &w), 0);
+        add_file(w, "a", "f", 3 * TOC_CHUNK_SIZE_DEFAULT, 1);
+        TocXattr xa = { .name = "user.x", .value = "v", .size = 1 };
+        TocEntrySpec s = { .parent = "", .name = "l", .type = TOC_TYPE_SYMLINK, .link_target = "a", .xattrs = &xa,
+                           .n_xattrs = 1 };
+        ck_assert_int_eq(toc_writer_add(w, &s), 0);
+        ck_assert_int_eq(toc_writer_finish_buffer(w, (void **) &buf, &size), 0);
+        pristine = memdup(buf, size);
+        ck_assert_ptr_nonnull(pristine);
+        ck_assert_int_eq(toc_open_buffer(buf, size, &t), 0);
+
+        entries_off = toc_get64(buf + TOC_OFF_ENTRIES);
+        entry_size = toc_get32(buf + TOC_OFF_ENTRY_SIZE);
+        root_off = entries_off;
+        e1_off = entries_off + entry_size;
+        f = resolve(t, "a/f");
+        l = resolve(t, "l");
+        f_off = entries_off + f * entry_size;
+
+        /* name_len = 100000 in the first entry after the root. */
+        toc_put32(buf + e1_off + TOC_E_NAME_LEN, 100000);
+        ck_assert_int_eq(toc_get(t, 1, &e), -EBADMSG);
+        ck_assert_int_eq(toc_get(t, 0, &root), 0);
+        ck_assert_int_eq(toc_child(t, &root, 0, &e), -EBADMSG);
+        ck_assert_int_eq(toc_lookup(t, 0, "a", 1, &ino), -EBADMSG);
+        ck_assert_int_eq(toc_path(t, 1, path, sizeof(path)), -EBADMSG);
+        memcpy(buf, pristine, size);
+
+        /* The root's n_children = 0xffffffff: its children end at the table's end. */
+        toc_put32(buf + root_off + TOC_E_N_CHILDREN, UINT32_MAX);
+        ck_assert_int_eq(toc_get(t, 0, &root), -EBADMSG);
+        ck_assert_int_eq(toc_lookup(t, 0, "zzz", 3, &ino), -EBADMSG);
+        /* A directory entry the caller kept from before: checked again per child. */
+        memcpy(buf, pristine, size);
+        ck_assert_int_eq(toc_get(t, 0, &root), 0);
+        root.n_children = UINT32_MAX;
+        ck_assert_int_eq(toc_child(t, &root, 2, &e), -EBADMSG);
+        ck_assert_int_eq(toc_child(t, &root, UINT32_MAX - 1, &e), -EBADMSG);
+
+        /* A parent that is not before its child: toc_path() would loop. */
+        toc_put64(buf + f_off + TOC_E_PARENT, f);
+        ck_assert_int_eq(toc_path(t, f, path, sizeof(path)), -EBADMSG);
+        memcpy(buf, pristine, size);
+
+        /* Content, chunk and xattr offsets beyond the extra section. */
+        ck_assert_int_eq(toc_get(t, f, &e), 0);
+        toc_put64(buf + f_off + TOC_E_CONTENT_OFF, UINT64_MAX - 8);
+        ck_assert_int_eq(toc_get(t, f, &e), -EBADMSG);
+        e.content_off = UINT64_MAX - 8;
+        ck_assert_int_eq(toc_chunk(t, &e, 1, &d), -EBADMSG);
+        memcpy(buf, pristine, size);
+        ck_assert_int_eq(toc_get(t, l, &e), 0);
+        e.xattrs_off = UINT64_MAX - 8;
+        ck_assert_int_eq(toc_xattr(t, &e, 0, &x), -EBADMSG);
+        ck_assert_int_eq(toc_get(t, l, &e), 0);
+        ck_assert_int_eq(toc_xattr(t, &e, 0, &x), 0);
+        toc_put32(buf + toc_get64(buf + TOC_OFF_EXTRA) + e.xattrs_off + TOC_X_VALUE_LEN, UINT32_MAX);
+        ck_assert_int_eq(toc_xattr(t, &e, 0, &x), -EBADMSG);
+        memcpy(buf, pristine, size);
+
+        /* Undamaged again: everything answers. */
+        ck_assert_int_eq(toc_path(t, f, path, sizeof(path)), 0);
+        ck_assert_str_eq(path, "a/f");
 }
 END_TEST
 
@@ -461,4 +550,4 @@ START_TEST(test_lookup_rate) {
 END_TEST
 
 TEST_SUITE("toc", test_round_trip, test_replacement_rules, test_bad_input, test_corrupt_input, test_file_and_contents,
-           test_lookup_rate)
+           test_damage_after_open, test_lookup_rate)

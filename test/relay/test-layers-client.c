@@ -6,9 +6,16 @@
  * every entry of that ToC, asks the calls without ToC (Lookup, GetAttr, ReadLink, ListXattr,
  * GetXattr, ReadDir) and checks each answer against the ToC, and reads every regular file with
  * Read, checking its sha256 against the ToC's content digest. Prints the numbers it checked.
+ *
+ * Single calls, for tests that break things (test-relay-hardening.sh) and for bench/:
+ *   test-layers-client readdir ADDRESS LAYER INODE   "OK <n> entries <names...>"
+ *   test-layers-client gettoc ADDRESS LAYER FILE     "OK <bytes> <digest>", the ToC written to FILE
+ *   test-layers-client gettoc-many ADDRESS LAYER N   N GetToC calls at once, each read to its end
+ * A failed call prints "ERROR <errno name> <message>" and exits 3.
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -67,6 +74,116 @@ static void check_entry(const Toc *t, const TocEntry *e, const Tonari__Layers__V
         }
 }
 
+static int fail(int r, const char *message) {
+        printf("ERROR %s %s\n", strerrorname_np(-r) ?: "?", strna(message));
+        return 3;
+}
+
+static int cmd_readdir(const char *inode) {
+        Tonari__Layers__V1__ReadDirRequest rd = TONARI__LAYERS__V1__READ_DIR_REQUEST__INIT;
+        _cleanup_rpc_stream_ RpcStream *s = NULL;
+        _cleanup_free_ char *err = NULL, *names = NULL;
+        uint64_t n = 0;
+        int r;
+
+        rd.layer = layer;
+        rd.inode = strtoull(inode, NULL, 10);
+        r = rpc_stream_open_proto(channel, LAYERS "ReadDir", &rd.base, TIMEOUT, &s);
+        if (r < 0)
+                return fail(r, NULL);
+        for (;;) {
+                Tonari__Layers__V1__DirBatch *b = NULL;
+
+                r = rpc_stream_next_proto(s, &tonari__layers__v1__dir_batch__descriptor, (ProtobufCMessage **) &b, &err);
+                if (r < 0)
+                        return fail(r, err);
+                if (r == 0)
+                        break;
+                for (size_t x = 0; x < b->n_entries; x++, n++)
+                        if (n < 8) {
+                                char *j = strjoin(strempty(names), " ", b->entries[x]->name);
+
+                                CHECK(j, "oom");
+                                free_and_replace(names, j);
+                        }
+                protobuf_c_message_free_unpacked(&b->base, NULL);
+        }
+        printf("OK %" PRIu64 " entries%s\n", n, strempty(names));
+        return 0;
+}
+
+/* One GetToC to its end: the bytes into fd (if >= 0), the size and the digest announced. */
+static int get_toc(int fd, uint64_t *ret_size, char ret_digest[static DIGEST_STRING_MAX], char **ret_error) {
+        Tonari__Layers__V1__GetToCRequest req = TONARI__LAYERS__V1__GET_TO_CREQUEST__INIT;
+        _cleanup_rpc_stream_ RpcStream *s = NULL;
+        uint64_t got = 0;
+        int r;
+
+        req.layer = layer;
+        r = rpc_stream_open_proto(channel, LAYERS "GetToC", &req.base, TIMEOUT, &s);
+        if (r < 0)
+                return r;
+        for (;;) {
+                Tonari__Layers__V1__ToCPiece *p = NULL;
+
+                r = rpc_stream_next_proto(s, &tonari__layers__v1__to_cpiece__descriptor, (ProtobufCMessage **) &p,
+                                          ret_error);
+                if (r <= 0)
+                        break;
+                if (p->offset == 0)
+                        snprintf(ret_digest, DIGEST_STRING_MAX, "%s", p->digest);
+                if (fd >= 0)
+                        CHECK(pwrite(fd, p->data.data, p->data.len, (off_t) p->offset) == (ssize_t) p->data.len, "write");
+                got += p->data.len;
+                protobuf_c_message_free_unpacked(&p->base, NULL);
+        }
+        *ret_size = got;
+        return r;
+}
+
+static int cmd_gettoc(const char *path) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        _cleanup_free_ char *err = NULL;
+        char digest[DIGEST_STRING_MAX] = "";
+        uint64_t size;
+        int r;
+
+        CHECK(fd >= 0, "%s: %m", path);
+        r = get_toc(fd, &size, digest, &err);
+        if (r < 0)
+                return fail(r, err);
+        printf("OK %" PRIu64 " %s\n", size, digest);
+        return 0;
+}
+
+static void *get_toc_thread(void *userdata) {
+        _cleanup_free_ char *err = NULL;
+        char digest[DIGEST_STRING_MAX];
+        uint64_t size;
+        int r;
+
+        r = get_toc(-EBADF, &size, digest, &err);
+        CHECK(r == 0, "GetToC: %s", strna(err));
+        *(uint64_t *) userdata = size;
+        return NULL;
+}
+
+static int cmd_gettoc_many(const char *count) {
+        unsigned n = (unsigned) strtoul(count, NULL, 10);
+        _cleanup_free_ pthread_t *threads = new0(pthread_t, n);
+        _cleanup_free_ uint64_t *sizes = new0(uint64_t, n);
+
+        CHECK(n > 0 && threads && sizes, "bad count or oom");
+        for (unsigned i = 0; i < n; i++)
+                CHECK(pthread_create(&threads[i], NULL, get_toc_thread, &sizes[i]) == 0, "pthread_create");
+        for (unsigned i = 0; i < n; i++)
+                CHECK(pthread_join(threads[i], NULL) == 0, "pthread_join");
+        for (unsigned i = 1; i < n; i++)
+                CHECK(sizes[i] == sizes[0], "sizes differ");
+        printf("OK %u calls of %" PRIu64 " bytes\n", n, sizes[0]);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         _cleanup_free_ char *local = NULL, *remote = NULL, *err = NULL;
         _cleanup_toc_ Toc *t = NULL;
@@ -75,6 +192,15 @@ int main(int argc, char *argv[]) {
         uint64_t read_bytes = 0;
         int r;
 
+        if (argc == 5 && (streq(argv[1], "readdir") || streq(argv[1], "gettoc") || streq(argv[1], "gettoc-many"))) {
+                layer = argv[3];
+                CHECK(rpc_channel_new(argv[2], NULL, &channel) == 0, "channel to %s", argv[2]);
+                r = streq(argv[1], "readdir") ? cmd_readdir(argv[4]) :
+                    streq(argv[1], "gettoc")  ? cmd_gettoc(argv[4]) :
+                                                cmd_gettoc_many(argv[4]);
+                rpc_channel_free(channel);
+                return r;
+        }
         CHECK(argc == 4, "usage: test-layers-client ADDRESS LAYER TOC-FILE");
         layer = argv[2];
         CHECK(rpc_channel_new(argv[1], NULL, &channel) == 0, "channel to %s", argv[1]);

@@ -1,0 +1,158 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# tonari-relay against what breaks it: a store changed under a running relay, hostile or broken
+# images, files that are not files, clients that go away, shutdown in the middle of work. Images
+# are OCI layouts written by make-layout.py from tars written here, so the test needs neither root
+# nor umoci. Env: RELAY TONARICTL TONARICTL_RELAY LAYERS_CLIENT.
+set -eux
+set -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../testlib.sh"
+command -v python3 >/dev/null || { echo "python3 is missing"; exit 77; }
+
+WORK=$(mktemp -d /tmp/tonari-hardening.XXXXXX)
+stop_relay() {
+        local pid
+        [[ -s $WORK/relay.pid ]] || return 0
+        pid=$(cat "$WORK/relay.pid")
+        kill "$pid" 2>/dev/null && timeout 30 tail --pid="$pid" -f /dev/null || true
+        rm -f "$WORK/relay.pid"
+}
+cleanup() {
+        stop_relay
+        rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# write_tar FILE KIND: the layer tars the testcases use.
+write_tar() {
+        python3 - "$1" "$2" <<'EOF'
+import io, sys, tarfile
+path, kind = sys.argv[1], sys.argv[2]
+t = tarfile.open(path, "w", format=tarfile.PAX_FORMAT)
+def add(name, data=None, kind=tarfile.REGTYPE, size=None):
+        info = tarfile.TarInfo(name)
+        info.type, info.mtime = kind, 1700000000
+        if kind == tarfile.DIRTYPE:
+                info.mode = 0o755
+                t.addfile(info)
+                return
+        info.size = len(data) if size is None else size
+        t.addfile(info, io.BytesIO(data))
+if kind == "wide":
+        # A root with 100 files: a ToC of some 15 KiB, so that reading the root's children crosses
+        # pages (a truncation to 4096 bytes took a mapping's pages away).
+        add("dir", kind=tarfile.DIRTYPE)
+        for i in range(100):
+                add("f%03d" % i, b"content %d\n" % i)
+elif kind == "other":
+        add("other", b"another layer\n")
+t.close()
+EOF
+}
+
+# diff_id FILE: the digest a tar's layer is named by.
+diff_id() {
+        echo "sha256:$(sha256sum "$1" | cut -d' ' -f1)"
+}
+toc_path() {
+        local hex=${1#sha256:}
+        echo "$WORK/store/layers/sha256/${hex:0:2}/$hex"
+}
+
+cat >"$WORK/relay.conf" <<EOT
+[Relay]
+Store=$WORK/store
+Listen=unix:$WORK/relay.sock
+LogTarget=console
+EOT
+
+start_relay() {
+        "$RELAY" --config="$WORK/relay.conf" >>"$WORK/relay.log" 2>&1 &
+        echo $! >"$WORK/relay.pid"
+        for _ in $(seq 100); do
+                [[ -S $WORK/relay.sock ]] && ctl image list >/dev/null 2>&1 && return 0
+                kill -0 "$(cat "$WORK/relay.pid")" 2>/dev/null || break
+                sleep 0.1
+        done
+        cat "$WORK/relay.log"
+        return 1
+}
+relay_alive() {
+        kill -0 "$(cat "$WORK/relay.pid")"
+}
+ctl() {
+        "$TONARICTL" --relay="unix:$WORK/relay.sock" "$@"
+}
+client() {
+        local rc=0
+        "$LAYERS_CLIENT" "$1" "unix:$WORK/relay.sock" "${@:2}" || rc=$?
+        ((rc == 0 || rc == 3))
+}
+
+write_tar "$WORK/wide.tar" wide
+python3 "$here/make-layout.py" "$WORK/layout" wide "$WORK/wide.tar"
+WIDE=$(diff_id "$WORK/wide.tar")
+start_relay
+ctl image pull "oci:$WORK/layout:wide" wide
+cp "$(toc_path "$WIDE")" "$WORK/wide.toc"
+
+# damage TOC KIND: the changes that crashed or wedged the relay once it had the ToC cached.
+damage() {
+        python3 - "$1" "$2" <<'EOF'
+import os, struct, sys
+path, kind = sys.argv[1], sys.argv[2]
+os.chmod(path, 0o600)
+with open(path, "r+b") as f:
+        head = f.read(120)
+        entries, = struct.unpack_from("<Q", head, 72)
+        entry_size, = struct.unpack_from("<I", head, 80)
+        if kind == "name-len":
+                f.seek(entries + entry_size + 12)
+                f.write(struct.pack("<I", 100000))
+        elif kind == "truncate":
+                f.truncate(4096)
+        elif kind == "n-children":
+                f.seek(entries + 72)
+                f.write(struct.pack("<I", 0xffffffff))
+        elif kind == "flip":
+                f.seek(entries + 4 * entry_size + 40)
+                b = f.read(1)
+                f.seek(-1, 1)
+                f.write(bytes([b[0] ^ 1]))
+EOF
+}
+restore_toc() {
+        local toc
+        toc=$(toc_path "$WIDE")
+        chmod 0600 "$toc"
+        cp "$WORK/wide.toc" "$toc"
+        chmod 0400 "$toc"
+}
+
+testcase_toc_changed_after_warming() {
+        local kind
+        for kind in name-len truncate n-children; do
+                restore_toc
+                stop_relay
+                start_relay
+                # Warm: the relay has the layer's ToC from now on.
+                assert_match "^OK 101 entries dir f000 f001" "$(client readdir "$WIDE" 0)"
+                damage "$(toc_path "$WIDE")" "$kind"
+                # What it has was verified when read, and is its own: the answer does not change,
+                # and nothing crashes (once: a segfault, SIGBUS, and 23 M bogus entries).
+                assert_match "^OK 101 entries dir f000 f001" "$(client readdir "$WIDE" 0)"
+                relay_alive
+                # Read again (a restart), the damage is found and named.
+                stop_relay
+                start_relay
+                assert_match "^ERROR EUCLEAN the table of contents of layer $WIDE is damaged" \
+                        "$(client readdir "$WIDE" 0)"
+                relay_alive
+        done
+        restore_toc
+}
+
+run_testcases
