@@ -93,6 +93,83 @@ void image_db_done(ImageDb *db) {
                 image_record_free(db->images[i]);
         db->images = mfree(db->images);
         db->n_images = 0;
+        for (size_t i = 0; i < db->n_layers; i++)
+                free(db->layers[i].blobs);
+        db->layers = mfree(db->layers);
+        db->n_layers = 0;
+}
+
+/* Layers */
+
+LayerInfo *image_db_find_layer(const ImageDb *db, const Digest *diff_id) {
+        for (size_t i = 0; i < db->n_layers; i++)
+                if (digest_equal(&db->layers[i].diff_id, diff_id))
+                        return &db->layers[i];
+        return NULL;
+}
+
+bool layer_info_has_blob(const LayerInfo *l, const LayerBlob *b) {
+        for (size_t i = 0; i < l->n_blobs; i++)
+                if (digest_equal(&l->blobs[i].digest, &b->digest) && l->blobs[i].size == b->size &&
+                    l->blobs[i].compression == b->compression)
+                        return true;
+        return false;
+}
+
+int layer_info_add_blob(LayerInfo *l, const LayerBlob *b) {
+        LayerBlob *a;
+
+        if (layer_info_has_blob(l, b))
+                return 0;
+        a = reallocarray(l->blobs, l->n_blobs + 1, sizeof(LayerBlob));
+        if (!a)
+                return -ENOMEM;
+        l->blobs = a;
+        l->blobs[l->n_blobs++] = *b;
+        return 0;
+}
+
+int image_db_put_layer(ImageDb *db, const LayerInfo *l) {
+        LayerInfo copy = *l, *old = image_db_find_layer(db, &l->diff_id), *a;
+
+        copy.blobs = NULL;
+        copy.n_blobs = 0;
+        for (size_t i = 0; i < l->n_blobs; i++)
+                if (layer_info_add_blob(&copy, &l->blobs[i]) < 0) {
+                        free(copy.blobs);
+                        return -ENOMEM;
+                }
+        if (old) {
+                free(old->blobs);
+                *old = copy;
+                return 0;
+        }
+        a = reallocarray(db->layers, db->n_layers + 1, sizeof(LayerInfo));
+        if (!a) {
+                free(copy.blobs);
+                return -ENOMEM;
+        }
+        db->layers = a;
+        db->layers[db->n_layers++] = copy;
+        return 0;
+}
+
+int image_db_remove_layer(ImageDb *db, const Digest *diff_id) {
+        LayerInfo *l = image_db_find_layer(db, diff_id);
+
+        if (!l)
+                return 0;
+        free(l->blobs);
+        *l = db->layers[--db->n_layers];
+        return 1;
+}
+
+bool image_db_layer_referenced(const ImageDb *db, const Digest *diff_id) {
+        for (size_t i = 0; i < db->n_images; i++)
+                for (size_t k = 0; k < db->images[i]->n_layers; k++)
+                        if (digest_equal(&db->images[i]->layers[k].diff_id, diff_id))
+                                return true;
+        return false;
 }
 
 /* JSON */
@@ -156,7 +233,39 @@ static int record_to_json(const ImageRecord *r, json_object **ret) {
                     (k = add_u64(lo, "size", l->size_bytes)) < 0 ||
                     (k = add_u64(lo, "unpackedBytes", l->unpacked_bytes)) < 0 ||
                     (k = add_u64(lo, "tocBytes", l->toc_bytes)) < 0 ||
-                    (k = add_u64(lo, "tocEntries", l->toc_entries)) < 0)
+                    (k = add_u64(lo, "tocEntries", l->toc_entries)) < 0 ||
+                    (k = add_digest(lo, "tocDigest", &l->toc_digest)) < 0)
+                        return k;
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static int layer_to_json(const LayerInfo *l, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        json_object *blobs;
+        int k;
+
+        if (!o)
+                return -ENOMEM;
+        if ((k = add_digest(o, "diffID", &l->diff_id)) < 0 || (k = add_digest(o, "tocDigest", &l->toc_digest)) < 0 ||
+            (k = add_u64(o, "tocBytes", l->toc_bytes)) < 0 || (k = add_u64(o, "tocEntries", l->toc_entries)) < 0 ||
+            (k = add_u64(o, "unpackedBytes", l->unpacked_bytes)) < 0)
+                return k;
+        blobs = json_object_new_array();
+        k = add(o, "blobs", blobs);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < l->n_blobs; i++) {
+                json_object *b = json_object_new_object();
+
+                if (!b || json_object_array_add(blobs, b) < 0) {
+                        json_object_put(b);
+                        return -ENOMEM;
+                }
+                if ((k = add_digest(b, "digest", &l->blobs[i].digest)) < 0 ||
+                    (k = add_u64(b, "size", l->blobs[i].size)) < 0 ||
+                    (k = add_string(b, "compression", oci_compression_to_string(l->blobs[i].compression))) < 0)
                         return k;
         }
         *ret = TAKE_PTR(o);
@@ -243,8 +352,69 @@ static int record_from_json(json_object *o, ImageRecord **ret) {
                     (k = get_u64(lo, "tocBytes", &l->toc_bytes)) < 0 ||
                     (k = get_u64(lo, "tocEntries", &l->toc_entries)) < 0)
                         return k;
+                /* Not in files of 0.2.0: the layer's record has it. */
+                if (json_object_object_get_ex(lo, "tocDigest", NULL) &&
+                    (k = get_digest(lo, "tocDigest", &l->toc_digest)) < 0)
+                        return k;
         }
         *ret = TAKE_PTR(r);
+        return 0;
+}
+
+static int layer_from_json(json_object *o, LayerInfo *ret) {
+        LayerInfo l = {};
+        json_object *blobs;
+        int k;
+
+        if (!json_object_is_type(o, json_type_object))
+                return -EBADMSG;
+        if ((k = get_digest(o, "diffID", &l.diff_id)) < 0 || (k = get_digest(o, "tocDigest", &l.toc_digest)) < 0 ||
+            (k = get_u64(o, "tocBytes", &l.toc_bytes)) < 0 || (k = get_u64(o, "tocEntries", &l.toc_entries)) < 0 ||
+            (k = get_u64(o, "unpackedBytes", &l.unpacked_bytes)) < 0)
+                return k;
+        if (!json_object_object_get_ex(o, "blobs", &blobs) || !json_object_is_type(blobs, json_type_array))
+                return -EBADMSG;
+        for (size_t i = 0; i < json_object_array_length(blobs); i++) {
+                json_object *b = json_object_array_get_idx(blobs, i), *c;
+                LayerBlob blob = {};
+
+                if (!json_object_is_type(b, json_type_object) || (k = get_digest(b, "digest", &blob.digest)) < 0 ||
+                    (k = get_u64(b, "size", &blob.size)) < 0 || !json_object_object_get_ex(b, "compression", &c) ||
+                    oci_compression_from_string(json_object_get_string(c), &blob.compression) < 0)
+                        k = k < 0 ? k : -EBADMSG;
+                else
+                        k = layer_info_add_blob(&l, &blob);
+                if (k < 0) {
+                        free(l.blobs);
+                        return k;
+                }
+        }
+        *ret = l;
+        return 0;
+}
+
+/* A 0.2.0 file: a record for each layer its images name, with what they say of it. */
+static int layers_from_images(ImageDb *db) {
+        for (size_t i = 0; i < db->n_images; i++)
+                for (size_t k = 0; k < db->images[i]->n_layers; k++) {
+                        const LayerRecord *r = &db->images[i]->layers[k];
+                        LayerInfo *l = image_db_find_layer(db, &r->diff_id);
+                        LayerBlob b = { .digest = r->digest, .size = r->size_bytes };
+                        int e;
+
+                        if (!l) {
+                                e = image_db_put_layer(db, &(LayerInfo) { .diff_id = r->diff_id, .legacy = true });
+                                if (e < 0)
+                                        return e;
+                                l = image_db_find_layer(db, &r->diff_id);
+                        }
+                        /* 0.2.0 verified each blob it recorded against the layer's diff_id. */
+                        if (oci_layer_compression(r->media_type, &b.compression) >= 0) {
+                                e = layer_info_add_blob(l, &b);
+                                if (e < 0)
+                                        return e;
+                        }
+                }
         return 0;
 }
 
@@ -256,7 +426,7 @@ int image_db_load(ImageDb *db, int dir_fd, char **ret_error) {
         _cleanup_json_ json_object *root = NULL;
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *data = NULL;
-        json_object *v, *images;
+        json_object *v, *images, *layers;
         ImageDb new_db = {};
         size_t n;
         int k;
@@ -303,6 +473,32 @@ int image_db_load(ImageDb *db, int dir_fd, char **ret_error) {
                         return set_error_message(ret_error, -EBADMSG, IMAGE_DB_FILE ": \"%s\" appears twice",
                                                  new_db.images[i]->name);
                 }
+
+        if (!json_object_object_get_ex(root, "layers", &layers)) {
+                k = layers_from_images(&new_db);
+                if (k < 0) {
+                        image_db_done(&new_db);
+                        return k;
+                }
+        } else if (!json_object_is_type(layers, json_type_array)) {
+                image_db_done(&new_db);
+                return set_error_message(ret_error, -EBADMSG, IMAGE_DB_FILE " has no layer list");
+        } else
+                for (size_t i = 0; i < json_object_array_length(layers); i++) {
+                        LayerInfo l;
+
+                        k = layer_from_json(json_object_array_get_idx(layers, i), &l);
+                        if (k >= 0 && image_db_find_layer(&new_db, &l.diff_id))
+                                k = -EBADMSG;
+                        if (k >= 0) {
+                                k = image_db_put_layer(&new_db, &l);
+                                free(l.blobs);
+                        }
+                        if (k < 0) {
+                                image_db_done(&new_db);
+                                return set_error_message(ret_error, k, IMAGE_DB_FILE ": layer %zu is damaged", i);
+                        }
+                }
         *db = new_db;
         return 0;
 }
@@ -310,7 +506,7 @@ int image_db_load(ImageDb *db, int dir_fd, char **ret_error) {
 int image_db_save(const ImageDb *db, int dir_fd) {
         _cleanup_json_ json_object *root = json_object_new_object();
         _cleanup_close_ int fd = -EBADF;
-        json_object *images = json_object_new_array();
+        json_object *images = json_object_new_array(), *layers;
         const char *text;
         size_t n, done = 0;
         int k;
@@ -322,6 +518,24 @@ int image_db_save(const ImageDb *db, int dir_fd) {
         if ((k = add(root, "version", json_object_new_int(IMAGE_DB_VERSION))) < 0 ||
             (k = add(root, "images", images)) < 0)
                 return k;
+        layers = json_object_new_array();
+        k = add(root, "layers", layers);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < db->n_layers; i++) {
+                json_object *o;
+
+                /* Not known yet (0.2.0): written without, learned again at the next start. */
+                if (db->layers[i].legacy)
+                        continue;
+                k = layer_to_json(&db->layers[i], &o);
+                if (k < 0)
+                        return k;
+                if (json_object_array_add(layers, o) < 0) {
+                        json_object_put(o);
+                        return -ENOMEM;
+                }
+        }
         for (size_t i = 0; i < db->n_images; i++) {
                 json_object *o;
 

@@ -40,6 +40,67 @@ struct ImageStore {
         InFlight *in_flight;
 };
 
+/* An image's numbers for a layer are its record's. */
+static void layer_record_fill(LayerRecord *rec, const LayerInfo *l) {
+        rec->toc_digest = l->toc_digest;
+        rec->toc_bytes = l->toc_bytes;
+        rec->toc_entries = l->toc_entries;
+        rec->unpacked_bytes = l->unpacked_bytes;
+}
+
+/*
+ * A store written by 0.2.0 has no layer records: each ToC its images name is read once, validated,
+ * and recorded with its digest and the numbers it holds (which also corrects what 0.2.0 recorded
+ * for a layer pulled while present but unused: "0B unpacked, 0 entries"). A ToC that cannot be
+ * read stays unrecorded: a pull unpacks that layer again.
+ */
+static int upgrade_layer_records(ImageStore *is) {
+        bool changed = false;
+        int r;
+
+        for (size_t i = 0; i < is->db.n_layers;) {
+                LayerInfo *l = &is->db.layers[i];
+                _cleanup_close_ int fd = -EBADF;
+                _cleanup_toc_ Toc *t = NULL;
+                const void *data;
+                size_t size;
+
+                if (!l->legacy) {
+                        i++;
+                        continue;
+                }
+                changed = true;
+                fd = store_open_item(is->store, STORE_LAYER, &l->diff_id);
+                r = fd < 0 ? fd : toc_open_fd(fd, &t);
+                if (r >= 0) {
+                        data = toc_data(t, &size);
+                        r = toc_stats(t, &l->toc_entries, &l->unpacked_bytes);
+                        if (r >= 0)
+                                r = digest_buffer(data, size, &l->toc_digest);
+                }
+                if (r == -ENOMEM || r == -EIO)
+                        return r;
+                if (r < 0) {
+                        (void) image_db_remove_layer(&is->db, &l->diff_id);
+                        continue; /* another record is at i now */
+                }
+                l->toc_bytes = size;
+                l->legacy = false;
+                i++;
+        }
+        if (!changed)
+                return 0;
+        for (size_t i = 0; i < is->db.n_images; i++)
+                for (size_t k = 0; k < is->db.images[i]->n_layers; k++) {
+                        LayerRecord *rec = &is->db.images[i]->layers[k];
+                        const LayerInfo *l = image_db_find_layer(&is->db, &rec->diff_id);
+
+                        if (l)
+                                layer_record_fill(rec, l);
+                }
+        return image_db_save(&is->db, store_root_fd(is->store));
+}
+
 int image_store_open(const char *path, ImageStore **ret, char **ret_error) {
         _cleanup_(image_store_freep) ImageStore *is = NULL;
         int r;
@@ -59,6 +120,9 @@ int image_store_open(const char *path, ImageStore **ret, char **ret_error) {
         r = image_db_load(&is->db, store_root_fd(is->store), ret_error);
         if (r < 0)
                 return r;
+        r = upgrade_layer_records(is);
+        if (r < 0)
+                return set_error_message(ret_error, r, "images.json: %s", strerror(-r));
 
         *ret = TAKE_PTR(is);
         return 0;
@@ -85,17 +149,27 @@ static bool in_flight(ImageStore *is, const Digest *diff_id) {
 }
 
 /*
- * Returns 1 when the layer is present (now, or after another pull finished it), 0 when the caller
- * now owns it and must unpack it and call layer_release().
+ * Returns 1 when the layer is present and recorded (now, or after another pull finished it), with
+ * a copy of its record (without blobs) in *ret; 0 when the caller now owns it and must unpack it
+ * and call layer_release(). A ToC the store has no record of (a crash between publishing it and
+ * recording it) is not trusted, nor are numbers taken from anywhere but a record: such a layer is
+ * unpacked again and its ToC replaced.
  */
-static int layer_claim(ImageStore *is, const Digest *diff_id) {
+static int layer_claim(ImageStore *is, const Digest *diff_id, LayerInfo *ret) {
         InFlight *f;
         int r;
 
         pthread_mutex_lock(&is->lock);
         for (;;) {
                 if (!in_flight(is, diff_id)) {
-                        r = store_has(is->store, STORE_LAYER, diff_id);
+                        const LayerInfo *l = image_db_find_layer(&is->db, diff_id);
+
+                        r = l ? store_has(is->store, STORE_LAYER, diff_id) : 0;
+                        if (r > 0) {
+                                *ret = *l;
+                                ret->blobs = NULL;
+                                ret->n_blobs = 0;
+                        }
                         if (r != 0)
                                 break;
                         f = new0(InFlight, 1);
@@ -215,14 +289,29 @@ static int read_blob(Store *s, const Digest *d, size_t max, char **ret, size_t *
         return fd < 0 ? fd : read_full_fd(fd, max, ret, ret_size);
 }
 
+/* Records a layer the pull unpacked (or found) and verified, before anything refers to it. */
+static int record_layer(ImageStore *is, const LayerInfo *l) {
+        int r;
+
+        pthread_mutex_lock(&is->lock);
+        r = image_db_put_layer(&is->db, l);
+        if (r >= 0)
+                r = image_db_save(&is->db, store_root_fd(is->store));
+        pthread_mutex_unlock(&is->lock);
+        return r;
+}
+
 /* Fetches, unpacks and publishes one layer, unless it is there or another pull does it. */
 static int pull_layer(Pull *pull, const OciDescriptor *d, const Digest *diff_id, LayerRecord *rec,
                       char **ret_error) {
         _cleanup_store_writer_ StoreWriter *toc = NULL;
-        _cleanup_close_ int blob_fd = -EBADF, toc_fd = -EBADF;
+        _cleanup_close_ int blob_fd = -EBADF;
+        _cleanup_free_ void *toc_data = NULL;
         char want[DIGEST_STRING_MAX], got[DIGEST_STRING_MAX];
+        LayerBlob blob = { .digest = d->digest, .size = d->size, .compression = d->compression };
         LayerStats stats = {};
-        struct stat st;
+        LayerInfo info;
+        size_t toc_size;
         int r;
 
         rec->digest = d->digest;
@@ -236,7 +325,7 @@ static int pull_layer(Pull *pull, const OciDescriptor *d, const Digest *diff_id,
         pull->p.layer_done_bytes = 0;
         pull->p.layer_total_bytes = d->size;
 
-        r = layer_claim(pull->is, diff_id);
+        r = layer_claim(pull->is, diff_id, &info);
         if (r < 0)
                 return r;
         if (r > 0)
@@ -258,10 +347,7 @@ static int pull_layer(Pull *pull, const OciDescriptor *d, const Digest *diff_id,
                 r = blob_fd;
                 goto finish;
         }
-        r = store_writer_new(pull->is->store, STORE_LAYER, diff_id, UINT64_MAX, &toc);
-        if (r < 0)
-                goto finish;
-        r = layer_unpack(pull->is->store, blob_fd, d->compression, store_writer_fd(toc), &stats, ret_error);
+        r = layer_unpack(pull->is->store, blob_fd, d->compression, &toc_data, &toc_size, &stats, ret_error);
         if (r < 0)
                 goto finish;
         if (!digest_equal(&stats.diff_id, diff_id)) {
@@ -270,12 +356,30 @@ static int pull_layer(Pull *pull, const OciDescriptor *d, const Digest *diff_id,
                                       digest_to_string(diff_id, want));
                 goto finish;
         }
+        r = store_writer_new(pull->is->store, STORE_LAYER, diff_id, UINT64_MAX, &toc);
+        if (r >= 0)
+                r = store_writer_write(toc, toc_data, toc_size);
         /* The objects the ToC names must be on disk before the ToC is. */
-        r = store_sync(pull->is->store);
+        if (r >= 0)
+                r = store_sync(pull->is->store);
         if (r >= 0)
                 r = store_writer_commit(toc, NULL, NULL);
         if (r < 0)
                 goto finish;
+        info = (LayerInfo) {
+                .diff_id = *diff_id,
+                .toc_digest = stats.toc_digest,
+                .toc_bytes = stats.toc_bytes,
+                .toc_entries = stats.entries,
+                .unpacked_bytes = stats.unpacked_bytes,
+                .blobs = &blob,
+                .n_blobs = 1,
+        };
+        r = record_layer(pull->is, &info);
+        if (r < 0) {
+                (void) set_error_message(ret_error, r, "images.json: %s", strerror(-r));
+                goto finish;
+        }
         /* The unpacked layer replaces its blob. */
         (void) store_remove_item(pull->is->store, STORE_BLOB, &d->digest);
         r = 0;
@@ -283,28 +387,13 @@ finish:
         layer_release(pull->is, diff_id);
         if (r < 0)
                 return r;
-        rec->unpacked_bytes = stats.unpacked_bytes;
-        rec->toc_bytes = stats.toc_bytes;
-        rec->toc_entries = stats.entries;
+        layer_record_fill(rec, &info);
         pull->p.layers_done++;
         return 0;
 
 present:
-        /* Its numbers come from the ToC's size and from the image that pulled it first. */
-        toc_fd = store_open_item(pull->is->store, STORE_LAYER, diff_id);
-        if (toc_fd >= 0 && fstat(toc_fd, &st) >= 0)
-                rec->toc_bytes = (uint64_t) st.st_size;
-        pthread_mutex_lock(&pull->is->lock);
-        for (size_t i = 0; i < pull->is->db.n_images; i++)
-                for (size_t k = 0; k < pull->is->db.images[i]->n_layers; k++) {
-                        const LayerRecord *o = &pull->is->db.images[i]->layers[k];
-
-                        if (digest_equal(&o->diff_id, diff_id)) {
-                                rec->unpacked_bytes = o->unpacked_bytes;
-                                rec->toc_entries = o->toc_entries;
-                        }
-                }
-        pthread_mutex_unlock(&pull->is->lock);
+        /* Its numbers are its record's: read from its ToC when it was unpacked. */
+        layer_record_fill(rec, &info);
         pull->p.phase = PULL_LAYER_PRESENT;
         pull->p.layers_done++;
         return report(pull);
@@ -651,6 +740,24 @@ static int sweep(ImageStore *is, StoreKind kind, const DigestSet *live, bool dry
         return 0;
 }
 
+/* The records of layers GC removed (pulls wait: GC holds the store exclusively). */
+static int forget_layers(ImageStore *is, const DigestSet *live) {
+        bool changed = false;
+        int r = 0;
+
+        pthread_mutex_lock(&is->lock);
+        for (size_t i = 0; i < is->db.n_layers;)
+                if (!digest_set_contains(live, &is->db.layers[i].diff_id)) {
+                        (void) image_db_remove_layer(&is->db, &is->db.layers[i].diff_id);
+                        changed = true;
+                } else
+                        i++;
+        if (changed)
+                r = image_db_save(&is->db, store_root_fd(is->store));
+        pthread_mutex_unlock(&is->lock);
+        return r;
+}
+
 int image_store_gc(ImageStore *is, bool dry_run, GcStats *ret, char **ret_error) {
         _cleanup_(digest_set_done) DigestSet blobs = {}, layers = {}, objects = {};
         GcStats stats = {};
@@ -698,6 +805,8 @@ int image_store_gc(ImageStore *is, bool dry_run, GcStats *ret, char **ret_error)
         r = sweep(is, STORE_BLOB, &blobs, dry_run, &stats.blobs_removed, &stats.freed_bytes);
         if (r >= 0)
                 r = sweep(is, STORE_LAYER, &layers, dry_run, &stats.layers_removed, &stats.freed_bytes);
+        if (r >= 0 && !dry_run)
+                r = forget_layers(is, &layers);
         if (r >= 0)
                 r = sweep(is, STORE_OBJECT, &objects, dry_run, &stats.objects_removed, &stats.freed_bytes);
         if (r < 0) {

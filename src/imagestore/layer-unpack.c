@@ -208,9 +208,12 @@ fail:
         return r;
 }
 
-int layer_unpack(Store *s, int blob_fd, OciCompression compression, int toc_fd, LayerStats *ret,
-                 char **ret_error) {
+int layer_unpack(Store *s, int blob_fd, OciCompression compression, void **ret_toc, size_t *ret_toc_size,
+                 LayerStats *ret, char **ret_error) {
         _cleanup_(toc_writer_freep) TocWriter *toc = NULL;
+        _cleanup_free_ void *toc_data = NULL;
+        _cleanup_toc_ Toc *t = NULL;
+        size_t toc_size;
         _cleanup_hasher_ Hasher *hasher = NULL;
         _cleanup_free_ uint8_t *buffer = NULL, *content_buffer = NULL;
         _cleanup_(tar_locale_leave) locale_t old_locale = (locale_t) 0;
@@ -348,7 +351,6 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, int toc_fd, 
                                                               r == -EBADMSG ? archive_error_string(tar) : strerror(-r));
                                         goto finish;
                                 }
-                                stats.unpacked_bytes += spec.size;
                                 break;
                         case AE_IFDIR:
                                 spec.type = TOC_TYPE_DIRECTORY;
@@ -414,14 +416,29 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, int toc_fd, 
         if (r < 0)
                 goto finish;
 
-        r = toc_writer_finish_fd(toc, toc_fd, &stats.entries, &stats.toc_bytes);
+        r = toc_writer_finish_buffer(toc, &toc_data, &toc_size);
         if (r < 0) {
                 r = set_error_message(ret_error, layer_error(r),
                                       "layer: a hard link names an entry the layer does not have, or the table of "
-                                      "contents cannot be written: %s",
+                                      "contents would be too large: %s",
                                       strerror(-r));
                 goto finish;
         }
+        /* The numbers recorded for the layer are read back from its ToC, as any later reader sees
+         * it (which also checks what the writer made). */
+        r = toc_open_buffer(toc_data, toc_size, &t);
+        if (r >= 0)
+                r = toc_stats(t, &stats.entries, &stats.unpacked_bytes);
+        if (r >= 0)
+                r = digest_buffer(toc_data, toc_size, &stats.toc_digest);
+        if (r < 0) {
+                r = set_error_message(ret_error, r == -EBADMSG ? -EIO : r, "layer: the table of contents written "
+                                      "cannot be read back: %s", strerror(-r));
+                goto finish;
+        }
+        stats.toc_bytes = toc_size;
+        *ret_toc = TAKE_PTR(toc_data);
+        *ret_toc_size = toc_size;
         *ret = stats;
         r = 0;
 finish:

@@ -20,16 +20,18 @@
 
 typedef struct LayerStats {
         Digest diff_id;          /* sha256 of the uncompressed tar, as read */
+        uint64_t new_objects;    /* content objects this layer added to the store */
+        /* Of the ToC, and read back from it (toc_stats()): what the layer record keeps. */
+        Digest toc_digest;
+        uint64_t toc_bytes;
         uint64_t entries;        /* entries in the ToC */
         uint64_t unpacked_bytes; /* sum of regular files' sizes, hard links counted once */
-        uint64_t new_objects;    /* content objects this layer added to the store */
-        uint64_t toc_bytes;
 } LayerStats;
 
 /*
  * Reads the layer blob from blob_fd (compressed as given), stores its files' contents as objects
- * in s and writes its ToC to toc_fd (a new, empty file). The caller compares ret->diff_id with the
- * image config's and publishes the ToC.
+ * in s and returns its ToC (malloc'ed) in *ret_toc. The caller compares ret->diff_id with the image
+ * config's and publishes the ToC.
  */
-int layer_unpack(Store *s, int blob_fd, OciCompression compression, int toc_fd, LayerStats *ret,
-                 char **ret_error);
+int layer_unpack(Store *s, int blob_fd, OciCompression compression, void **ret_toc, size_t *ret_toc_size,
+                 LayerStats *ret, char **ret_error);

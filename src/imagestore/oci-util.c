@@ -661,15 +661,8 @@ int oci_manifest_parse(const void *data, size_t size, const char *content_type, 
         if (r < 0)
                 return r;
         for (size_t i = 0; i < m->n_layers; i++) {
-                bool known = false;
-
                 mt = m->layers[i].media_type;
-                FOREACH_ELEMENT (t, layer_types)
-                        if (streq(mt, t->media_type)) {
-                                m->layers[i].compression = t->compression;
-                                known = true;
-                        }
-                if (!known)
+                if (oci_layer_compression(mt, &m->layers[i].compression) < 0)
                         return set_error_message(ret_error, -EOPNOTSUPP,
                                                  "layers[%zu]: media type \"%s\" is not supported%s", i, mt,
                                                  strstr(mt, "nondistributable") || strstr(mt, "foreign")
@@ -679,6 +672,34 @@ int oci_manifest_parse(const void *data, size_t size, const char *content_type, 
 
         *ret = TAKE_PTR(m);
         return 0;
+}
+
+int oci_layer_compression(const char *media_type, OciCompression *ret) {
+        FOREACH_ELEMENT (t, layer_types)
+                if (streq_ptr(media_type, t->media_type)) {
+                        *ret = t->compression;
+                        return 0;
+                }
+        return -EOPNOTSUPP;
+}
+
+const char *oci_compression_to_string(OciCompression c) {
+        static const char *const names[_OCI_COMPRESSION_MAX] = {
+                [OCI_COMPRESSION_NONE] = "none",
+                [OCI_COMPRESSION_GZIP] = "gzip",
+                [OCI_COMPRESSION_ZSTD] = "zstd",
+        };
+
+        return c >= 0 && c < _OCI_COMPRESSION_MAX ? names[c] : NULL;
+}
+
+int oci_compression_from_string(const char *s, OciCompression *ret) {
+        for (OciCompression c = 0; c < _OCI_COMPRESSION_MAX; c++)
+                if (streq_ptr(s, oci_compression_to_string(c))) {
+                        *ret = c;
+                        return 0;
+                }
+        return -EINVAL;
 }
 
 int oci_index_select(const OciManifest *index, const OciPlatform *want, const OciDescriptor **ret,

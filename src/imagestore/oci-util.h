@@ -79,6 +79,12 @@ typedef enum OciCompression {
         _OCI_COMPRESSION_MAX,
 } OciCompression;
 
+/* A layer media type's compression; -EOPNOTSUPP for media types tonari does not pull. */
+int oci_layer_compression(const char *media_type, OciCompression *ret);
+/* "none", "gzip", "zstd" (the image store's records), and back (-EINVAL). */
+const char *oci_compression_to_string(OciCompression c) _const_;
+int oci_compression_from_string(const char *s, OciCompression *ret);
+
 typedef struct OciDescriptor {
         char *media_type;
         Digest digest;

@@ -370,8 +370,11 @@ int store_writer_commit(StoreWriter *w, Digest *ret_digest, uint64_t *ret_size) 
         name[2] = '/';
 
         /* No replace: the item that is already there has the same content by its name, and
-         * replacing it would change the inode under readers that have it open. */
-        if (renameat2(w->store->tmp_fd, w->tmp_name, kind_fd, name, RENAME_NOREPLACE) < 0) {
+         * replacing it would change the inode under readers that have it open. A ToC is named by
+         * something else than its bytes: a new one replaces one the store has no record of (the
+         * image store decides; readers hold copies, never the file). */
+        if (renameat2(w->store->tmp_fd, w->tmp_name, kind_fd, name,
+                      w->kind == STORE_LAYER ? 0 : RENAME_NOREPLACE) < 0) {
                 if (errno != EEXIST) {
                         r = -errno;
                         goto fail;

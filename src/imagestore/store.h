@@ -73,7 +73,8 @@ int store_writer_new(Store *s, StoreKind kind, const Digest *expected, uint64_t 
 int store_writer_write(StoreWriter *w, const void *data, size_t size);
 /*
  * Verifies and publishes. -EBADMSG when the content does not match the expected digest: nothing is
- * stored. Returns 1 if this writer stored the item, 0 if it was already present.
+ * stored. Returns 1 if this writer stored the item, 0 if it was already present. A STORE_LAYER item
+ * is always stored, replacing one of the same name.
  */
 int store_writer_commit(StoreWriter *w, Digest *ret_digest, uint64_t *ret_size);
 /* STORE_LAYER only: the file, for writers that write themselves (the ToC writer). */

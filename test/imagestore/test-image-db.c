@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../unit/tests.h"
 #include "alloc-util.h"
 #include "fd-util.h"
 #include "image-db.h"
+#include "imagestore.h"
+#include "store.h"
 #include "string-util.h"
+#include "toc.h"
 
 static ImageRecord *make(const char *name, uint8_t seed, size_t n_layers) {
         ImageRecord *r = new0(ImageRecord, 1);
@@ -117,4 +122,103 @@ START_TEST(test_image_db_damaged) {
 }
 END_TEST
 
-TEST_SUITE("image-db", test_image_db_round_trip, test_image_db_damaged)
+START_TEST(test_layer_records) {
+        _cleanup_close_ int dir = open(test_tmpdir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_(image_db_done) ImageDb db = {}, again = {};
+        _cleanup_free_ char *err = NULL;
+        LayerBlob b = { .size = 42, .compression = OCI_COMPRESSION_ZSTD };
+        LayerInfo l = { .toc_bytes = 1234, .toc_entries = 5, .unpacked_bytes = 6000000000ULL, .blobs = &b, .n_blobs = 1 };
+        const LayerInfo *found;
+
+        memset(l.diff_id.bytes, 1, DIGEST_SIZE);
+        memset(l.toc_digest.bytes, 2, DIGEST_SIZE);
+        memset(b.digest.bytes, 3, DIGEST_SIZE);
+        ck_assert_int_eq(image_db_put_layer(&db, &l), 0);
+        b.compression = OCI_COMPRESSION_GZIP; /* copied: the record keeps zstd */
+        ck_assert_int_eq(image_db_put_layer(&db, &(LayerInfo) { .diff_id = { .bytes = { 9 } } }), 0);
+        ck_assert_int_eq(image_db_save(&db, dir), 0);
+        ck_assert_int_eq(image_db_load(&again, dir, &err), 0);
+        ck_assert_uint_eq(again.n_layers, 2);
+        found = image_db_find_layer(&again, &l.diff_id);
+        ck_assert_ptr_nonnull(found);
+        ck_assert(!found->legacy);
+        ck_assert(digest_equal(&found->toc_digest, &l.toc_digest));
+        ck_assert_uint_eq(found->toc_bytes, 1234);
+        ck_assert_uint_eq(found->toc_entries, 5);
+        ck_assert_uint_eq(found->unpacked_bytes, 6000000000ULL);
+        ck_assert_uint_eq(found->n_blobs, 1);
+        ck_assert(!layer_info_has_blob(found, &b));
+        b.compression = OCI_COMPRESSION_ZSTD;
+        ck_assert(layer_info_has_blob(found, &b));
+        ck_assert_int_eq(image_db_remove_layer(&again, &l.diff_id), 1);
+        ck_assert_int_eq(image_db_remove_layer(&again, &l.diff_id), 0);
+        ck_assert_ptr_null(image_db_find_layer(&again, &l.diff_id));
+        ck_assert_uint_eq(again.n_layers, 1);
+}
+END_TEST
+
+/*
+ * A store written by 0.2.0: images.json without layer records, and (as 0.2.0 wrote for a layer
+ * pulled while present but unused) "0B unpacked, 0 entries". Opened, the numbers and the ToC's
+ * digest come from the ToC itself.
+ */
+START_TEST(test_upgrade_from_0_2_0) {
+        _cleanup_(toc_writer_freep) TocWriter *w = NULL;
+        _cleanup_free_ char *store = strjoin(test_tmpdir(), "/store"), *path = NULL, *text = NULL, *err = NULL;
+        _cleanup_free_ void *toc = NULL;
+        _cleanup_(image_store_freep) ImageStore *is = NULL;
+        _cleanup_image_record_ ImageRecord *r = NULL;
+        _cleanup_close_ int fd = -EBADF, dir = -EBADF;
+        char diff_id[DIGEST_STRING_MAX], hex[DIGEST_HEX_LEN + 1];
+        Store *s = NULL;
+        Digest d, want;
+        size_t size;
+
+        ck_assert_int_eq(toc_writer_new(TOC_CHUNK_SIZE_DEFAULT, &w), 0);
+        TocEntrySpec f = { .parent = "etc", .name = "f", .type = TOC_TYPE_REGULAR, .mode = 0644, .size = 6000 };
+        ck_assert_int_eq(toc_writer_add(w, &f), 0);
+        ck_assert_int_eq(toc_writer_finish_buffer(w, &toc, &size), 0);
+        ck_assert_int_eq(digest_buffer(toc, size, &want), 0);
+
+        memset(d.bytes, 0x5a, DIGEST_SIZE);
+        digest_to_string(&d, diff_id);
+        digest_to_hex(&d, hex);
+        ck_assert_int_eq(store_open(store, &s), 0);
+        s = store_free(s);
+        ck_assert_int_ge(asprintf(&path, "%s/layers/sha256/5a", store), 0);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        free(path);
+        ck_assert_int_ge(asprintf(&path, "%s/layers/sha256/5a/%s", store, hex), 0);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, toc, size), (ssize_t) size);
+        ck_assert_int_ge(asprintf(&text,
+                                  "{\"version\": 1, \"images\": [{\"name\": \"u2\", \"pulledUSec\": 1, "
+                                  "\"manifestDigest\": \"%s\", \"configDigest\": \"%s\", \"layers\": [{\"digest\": "
+                                  "\"%s\", \"diffID\": \"%s\", \"mediaType\": \"application/vnd.oci.image.layer.v1.tar\", "
+                                  "\"size\": 9, \"unpackedBytes\": 0, \"tocBytes\": 0, \"tocEntries\": 0}]}]}",
+                                  diff_id, diff_id, diff_id, diff_id),
+                         0);
+        dir = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(dir, 0);
+        write_db(dir, text);
+
+        ck_assert_int_eq(image_store_open(store, &is, &err), 0);
+        ck_assert_int_eq(image_store_get(is, "u2", &r), 0);
+        ck_assert_uint_eq(r->layers[0].unpacked_bytes, 6000);
+        ck_assert_uint_eq(r->layers[0].toc_entries, 3);
+        ck_assert_uint_eq(r->layers[0].toc_bytes, size);
+        ck_assert(digest_equal(&r->layers[0].toc_digest, &want));
+        /* Written back: the next start finds the records. */
+        is = image_store_free(is);
+        ImageDb db = {};
+        ck_assert_int_eq(image_db_load(&db, dir, &err), 0);
+        ck_assert_uint_eq(db.n_layers, 1);
+        ck_assert(!db.layers[0].legacy);
+        ck_assert_uint_eq(db.layers[0].n_blobs, 1);
+        ck_assert_uint_eq(db.images[0]->layers[0].toc_entries, 3);
+        image_db_done(&db);
+}
+END_TEST
+
+TEST_SUITE("image-db", test_image_db_round_trip, test_image_db_damaged, test_layer_records, test_upgrade_from_0_2_0)

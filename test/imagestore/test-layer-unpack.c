@@ -109,31 +109,31 @@ static void tar_end(Tar *t) {
         tar_grow(t, 1024);
 }
 
-/* Unpacks the tar into a fresh store; the ToC's fd on success, or the error. */
-static int unpack(const Tar *t, LayerStats *stats, char **ret_error) {
-        _cleanup_free_ char *dir = NULL, *blob = NULL, *toc = NULL;
+/* Unpacks the tar into a fresh store: 0 and its ToC, or the error. */
+static int unpack(const Tar *t, LayerStats *stats, Toc **ret, char **ret_error) {
+        _cleanup_free_ char *dir = NULL, *blob = NULL;
+        _cleanup_free_ void *toc = NULL;
         _cleanup_store_ Store *s = NULL;
-        _cleanup_close_ int blob_fd = -EBADF, toc_fd = -EBADF;
+        _cleanup_close_ int blob_fd = -EBADF;
         static unsigned counter;
+        size_t toc_size;
         int r;
 
         ck_assert_int_ge(asprintf(&dir, "%s/store%u", test_tmpdir(), counter), 0);
         ck_assert_int_ge(asprintf(&blob, "%s/layer%u.tar", test_tmpdir(), counter), 0);
-        ck_assert_int_ge(asprintf(&toc, "%s/layer%u.toc", test_tmpdir(), counter), 0);
         counter++;
         ck_assert_int_eq(store_open(dir, &s), 0);
         blob_fd = open(blob, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         ck_assert_int_ge(blob_fd, 0);
         ck_assert_int_eq(write(blob_fd, t->data, t->size), (ssize_t) t->size);
         ck_assert_int_eq(lseek(blob_fd, 0, SEEK_SET), 0);
-        toc_fd = open(toc, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        ck_assert_int_ge(toc_fd, 0);
 
-        r = layer_unpack(s, blob_fd, OCI_COMPRESSION_NONE, toc_fd, stats, ret_error);
+        r = layer_unpack(s, blob_fd, OCI_COMPRESSION_NONE, &toc, &toc_size, stats, ret_error);
         if (r < 0)
                 return r;
-        ck_assert_int_eq(lseek(toc_fd, 0, SEEK_SET), 0);
-        return TAKE_FD(toc_fd);
+        ck_assert_int_eq(toc_open_owned(toc, toc_size, ret), 0);
+        TAKE_PTR(toc);
+        return 0;
 }
 
 /* What the names tar holds, as bytes. */
@@ -181,16 +181,15 @@ static void make_names_tar(Tar *t) {
 
 static void check_names(void) {
         _cleanup_free_ char *err = NULL;
-        _cleanup_close_ int fd = -EBADF;
         _cleanup_toc_ Toc *toc = NULL;
         Tar t = {};
         LayerStats stats;
+        int r;
 
         make_names_tar(&t);
-        fd = unpack(&t, &stats, &err);
+        r = unpack(&t, &stats, &toc, &err);
         free(t.data);
-        ck_assert_msg(fd >= 0, "unpack: %s", strna(err));
-        ck_assert_int_eq(toc_open_fd(fd, &toc), 0);
+        ck_assert_msg(r >= 0, "unpack: %s", strna(err));
         /* The root and every name, and nothing else. */
         ck_assert_uint_eq(toc_n_entries(toc), ELEMENTSOF(names) + 1);
         ck_assert_uint_eq(stats.entries, ELEMENTSOF(names) + 1);
@@ -238,6 +237,7 @@ END_TEST
 
 START_TEST(test_other_warnings_refused) {
         _cleanup_free_ char *err = NULL;
+        Toc *toc = NULL;
         Tar t = {};
         LayerStats stats;
 
@@ -246,7 +246,7 @@ START_TEST(test_other_warnings_refused) {
         tar_data(&t, "9x path\n", 8);
         tar_file(&t, "file", "x");
         tar_end(&t);
-        ck_assert_int_eq(unpack(&t, &stats, &err), -EBADMSG);
+        ck_assert_int_eq(unpack(&t, &stats, &toc, &err), -EBADMSG);
         free(t.data);
 }
 END_TEST

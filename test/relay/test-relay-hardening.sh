@@ -22,6 +22,7 @@ stop_relay() {
 }
 cleanup() {
         stop_relay
+        [[ -s $WORK/registry.pid ]] && kill "$(cat "$WORK/registry.pid")" 2>/dev/null
         rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -47,6 +48,17 @@ if kind == "wide":
         add("dir", kind=tarfile.DIRTYPE)
         for i in range(100):
                 add("f%03d" % i, b"content %d\n" % i)
+elif kind == "sized":
+        # 1000 + 2000 + 3000 bytes in three files and a hard link: 6000 bytes unpacked, 6 entries.
+        add("etc", kind=tarfile.DIRTYPE)
+        for i, n in enumerate((1000, 2000, 3000)):
+                add("etc/f%d" % i, bytes([65 + i]) * n)
+        info = tarfile.TarInfo("etc/link")
+        info.type, info.linkname = tarfile.LNKTYPE, "etc/f2"
+        t.addfile(info)
+elif kind == "slow":
+        # 300 kB that the registry sends at 30 kB/s: a pull holds in this layer for ten seconds.
+        add("slow", bytes((i * 7919) & 0xff for i in range(300000)))
 elif kind == "other":
         add("other", b"another layer\n")
 t.close()
@@ -62,11 +74,27 @@ toc_path() {
         echo "$WORK/store/layers/sha256/${hex:0:2}/$hex"
 }
 
+write_tar "$WORK/wide.tar" wide
+write_tar "$WORK/sized.tar" sized
+write_tar "$WORK/slow.tar" slow
+python3 "$here/make-layout.py" "$WORK/layout" wide "$WORK/wide.tar"
+WIDE=$(diff_id "$WORK/wide.tar")
+SLOW=$(diff_id "$WORK/slow.tar")
+
+# A registry serving the same layout, slow for the slow layer (uncompressed: its blob digest is
+# its diff_id).
+python3 "$here/slow-registry.py" "$WORK/layout" "$WORK/registry.port" --rate="$SLOW:30000" &
+echo $! >"$WORK/registry.pid"
+for _ in $(seq 50); do [[ -s $WORK/registry.port ]] && break; sleep 0.1; done
+REGISTRY=127.0.0.1:$(cat "$WORK/registry.port")
+
 cat >"$WORK/relay.conf" <<EOT
 [Relay]
 Store=$WORK/store
 Listen=unix:$WORK/relay.sock
 LogTarget=console
+[Pull]
+InsecureRegistries=$REGISTRY
 EOT
 
 start_relay() {
@@ -92,9 +120,6 @@ client() {
         ((rc == 0 || rc == 3))
 }
 
-write_tar "$WORK/wide.tar" wide
-python3 "$here/make-layout.py" "$WORK/layout" wide "$WORK/wide.tar"
-WIDE=$(diff_id "$WORK/wide.tar")
 start_relay
 ctl image pull "oci:$WORK/layout:wide" wide
 cp "$(toc_path "$WIDE")" "$WORK/wide.toc"
@@ -153,6 +178,47 @@ testcase_toc_changed_after_warming() {
                 relay_alive
         done
         restore_toc
+}
+
+# layer_numbers IMAGE: "unpacked entries" of each layer, one line each.
+layer_numbers() {
+        ctl --json=short image show "$1" |
+                python3 -c 'import json, sys; [print(l["unpackedBytes"], l["tocEntries"]) for l in json.load(sys.stdin)["layers"]]'
+}
+
+testcase_sizes_of_a_layer_no_image_uses() {
+        python3 "$here/make-layout.py" "$WORK/layout" u1 "$WORK/sized.tar"
+        python3 "$here/make-layout.py" "$WORK/layout" u2 "$WORK/sized.tar"
+        ctl image pull "oci:$WORK/layout:u1" u1
+        assert_eq "6000 6" "$(layer_numbers u1)"
+        ctl image remove u1
+        # The layer is still in the store, and no image names it: its numbers are still its own.
+        ctl image pull "oci:$WORK/layout:u2" u2
+        assert_eq "6000 6" "$(layer_numbers u2)"
+        assert_match "\(5\.8K unpacked\)" "$(ctl image pull "oci:$WORK/layout:u2" u2)"
+        ctl image remove u2
+}
+
+testcase_sizes_after_kill_mid_pull() {
+        local pid
+        python3 "$here/make-layout.py" "$WORK/layout" two "$WORK/sized.tar" "$WORK/slow.tar"
+        ctl image pull --plain-http "docker://$REGISTRY/tonari/two:two" two >"$WORK/two.out" 2>&1 &
+        pid=$!
+        # The first layer is published while the second still arrives: then the relay dies.
+        for _ in $(seq 100); do
+                [[ -e $(toc_path "$(diff_id "$WORK/sized.tar")") ]] && break
+                sleep 0.1
+        done
+        [[ -e $(toc_path "$(diff_id "$WORK/sized.tar")") ]]
+        kill -9 "$(cat "$WORK/relay.pid")"
+        wait "$pid" || true
+        rm -f "$WORK/relay.pid"
+        start_relay
+        assert_eq "" "$(ctl --no-legend image list | grep '^two ' || true)"
+        ctl image pull "oci:$WORK/layout:two" two
+        assert_eq "6000 6
+300000 2" "$(layer_numbers two)"
+        ctl image remove two
 }
 
 run_testcases
