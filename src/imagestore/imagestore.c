@@ -658,8 +658,88 @@ int image_store_remove(ImageStore *is, const char *name, Digest **ret_unreferenc
         return 0;
 }
 
-int image_store_open_toc(ImageStore *is, const Digest *diff_id) {
-        return store_open_item(is->store, STORE_LAYER, diff_id);
+int image_store_layer(ImageStore *is, const Digest *diff_id, LayerInfo *ret) {
+        const LayerInfo *l;
+
+        pthread_mutex_lock(&is->lock);
+        l = image_db_find_layer(&is->db, diff_id);
+        if (l) {
+                *ret = *l;
+                ret->blobs = NULL;
+                ret->n_blobs = 0;
+        }
+        pthread_mutex_unlock(&is->lock);
+        return l ? 0 : -ENOENT;
+}
+
+/* The ToC file of a recorded layer: a regular file of the recorded size, or -EUCLEAN. */
+static int open_toc_file(ImageStore *is, const LayerInfo *l) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        fd = store_open_item(is->store, STORE_LAYER, &l->diff_id);
+        if (fd == -ENOENT)
+                return -EUCLEAN; /* recorded, and gone */
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != l->toc_bytes || l->toc_bytes > TOC_SIZE_MAX)
+                return -EUCLEAN;
+        return TAKE_FD(fd);
+}
+
+int image_store_load_toc(ImageStore *is, const LayerInfo *l, Toc **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t done = 0, size = (size_t) l->toc_bytes;
+        Digest d;
+        int r;
+
+        fd = open_toc_file(is, l);
+        if (fd < 0)
+                return fd;
+        buf = malloc(size ?: 1);
+        if (!buf)
+                return -ENOMEM;
+        while (done < size) {
+                ssize_t k = pread(fd, buf + done, size - done, (off_t) done);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return -EUCLEAN; /* truncated since the fstat() */
+                done += (size_t) k;
+        }
+        /* Verified before anyone sees a byte of it. */
+        r = digest_buffer(buf, size, &d);
+        if (r < 0)
+                return r;
+        if (!digest_equal(&d, &l->toc_digest))
+                return -EUCLEAN;
+        r = toc_open_owned(buf, size, ret);
+        if (r == -EBADMSG)
+                return -EUCLEAN; /* the digest matched: a record made over a damaged ToC */
+        if (r < 0)
+                return r;
+        TAKE_PTR(buf);
+        return 0;
+}
+
+int image_store_open_toc(ImageStore *is, const Digest *diff_id, LayerInfo *ret_info) {
+        LayerInfo l;
+        int r;
+
+        r = image_store_layer(is, diff_id, &l);
+        if (r < 0)
+                return r;
+        r = open_toc_file(is, &l);
+        if (r < 0)
+                return r;
+        *ret_info = l;
+        return r;
 }
 
 int image_store_open_object(ImageStore *is, const Digest *d) {
@@ -785,13 +865,14 @@ int image_store_gc(ImageStore *is, bool dry_run, GcStats *ret, char **ret_error)
         /* Content is live when a live layer's ToC names it. A ToC that cannot be read stops the
          * collection: deleting what it names would damage an image. */
         for (size_t i = 0; i < layers.n; i++) {
-                _cleanup_close_ int fd = store_open_item(is->store, STORE_LAYER, &layers.items[i]);
                 _cleanup_toc_ Toc *t = NULL;
                 char buf[DIGEST_STRING_MAX];
+                LayerInfo l;
 
-                if (fd == -ENOENT)
+                /* A layer without a record has no ToC to trust: the next pull unpacks it again. */
+                if (image_store_layer(is, &layers.items[i], &l) < 0)
                         continue;
-                r = fd < 0 ? fd : toc_open_fd(fd, &t);
+                r = image_store_load_toc(is, &l, &t);
                 if (r >= 0)
                         r = toc_for_each_content(t, add_object, &objects);
                 if (r < 0) {

@@ -16,6 +16,7 @@
 #include "digest.h"
 #include "image-db.h"
 #include "oci-util.h"
+#include "toc.h"
 
 typedef struct ImageStore ImageStore;
 
@@ -71,7 +72,19 @@ typedef struct GcStats {
 
 int image_store_gc(ImageStore *is, bool dry_run, GcStats *ret, char **ret_error);
 
-/* A layer's ToC, read-only; -ENOENT if the layer is not in the store. */
-int image_store_open_toc(ImageStore *is, const Digest *diff_id);
+/* A layer's record (without its blobs); -ENOENT if the store has none. */
+int image_store_layer(ImageStore *is, const Digest *diff_id, LayerInfo *ret);
+/*
+ * A layer's ToC, read into memory and verified against the record l (from image_store_layer()):
+ * its size and sha256, then the ToC's own validation. -EUCLEAN when the file is missing or is not
+ * what the record says (damage in the store).
+ */
+int image_store_load_toc(ImageStore *is, const LayerInfo *l, Toc **ret);
+/*
+ * A layer's ToC file for streaming, read-only, with its record: -ENOENT without a record, -EUCLEAN
+ * when the file is missing, not a regular file or not of the recorded size. The caller verifies
+ * the sha256 of what it reads against ret_info->toc_digest.
+ */
+int image_store_open_toc(ImageStore *is, const Digest *diff_id, LayerInfo *ret_info);
 /* A content object, read-only; -ENOENT if absent. */
 int image_store_open_object(ImageStore *is, const Digest *d);

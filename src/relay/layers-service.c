@@ -16,10 +16,13 @@
 #include "string-util.h"
 
 #define SERVICE "/tonari.layers.v1.Layers/"
-/* Pieces of ToC and content: the size the protocol promises clients. */
+/* Pieces of content: the size the protocol promises clients at most. */
 #define PIECE_BYTES (1024U * 1024U)
-/* A ToC is sent from memory; anything larger is not one tonari wrote. */
-#define TOC_SEND_MAX (1024ULL * 1024ULL * 1024ULL)
+/* Pieces of a ToC: smaller, since many clients fetch ToCs at once (every node mounting an image)
+ * and each transfer holds a piece read and a piece packed in memory; at 256 KiB a 15 MB ToC is
+ * 60 messages, which costs nothing measurable. */
+#define TOC_PIECE_BYTES (256U * 1024U)
+#define TOC_TRANSFER_BYTES (2U * TOC_PIECE_BYTES)
 
 
 static int parse_layer(RpcCall *call, const char *s, Digest *ret) {
@@ -43,6 +46,11 @@ static int open_toc(Relay *relay, RpcCall *call, const char *layer, Toc **ret) {
                 rpc_call_set_error(call, "no layer %s", layer);
         else if (r == -EUCLEAN)
                 rpc_call_set_error(call, "the table of contents of layer %s is damaged", layer);
+        else if (r == -ENOMEM)
+                rpc_call_set_error(call, "the tables of contents other calls hold fill ToCMemoryMax=; try again");
+        else if (r == -E2BIG)
+                rpc_call_set_error(call, "the table of contents of layer %s is larger than ToCMemoryMax=: use GetToC",
+                                   layer);
         return r < 0 ? r : 0;
 }
 
@@ -93,13 +101,96 @@ static void entry_to_proto(const TocEntry *e, Tonari__Layers__V1__Entry *m, char
         }
 }
 
-static int handle_get_toc(RpcCall *call, const void *data, size_t size, void *userdata) {
-        Relay *relay = userdata;
+/* The first piece carries the size and the digest the store recorded, so that a client checks what
+ * it assembled against the record, not against bytes it was sent. */
+static int send_toc_piece(RpcCall *call, const uint8_t *data, size_t n, uint64_t offset, uint64_t total,
+                          const Digest *digest) {
+        Tonari__Layers__V1__ToCPiece m = TONARI__LAYERS__V1__TO_CPIECE__INIT;
+        char buf[DIGEST_STRING_MAX];
+
+        m.offset = offset;
+        m.data.data = (uint8_t *) data;
+        m.data.len = n;
+        if (offset == 0) {
+                m.total_bytes = total;
+                m.digest = digest_to_string(digest, buf);
+        }
+        return rpc_call_send_proto(call, &m.base);
+}
+
+static int send_toc(Relay *relay, RpcCall *call, const char *layer, const Digest *d) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ uint8_t *buf = NULL;
-        char digest[DIGEST_STRING_MAX];
-        size_t n;
-        Digest d, sum;
+        _cleanup_hasher_ Hasher *h = NULL;
+        LayerInfo info;
+        Digest sum;
+        Toc *t;
+        int r = 0;
+
+        /* In memory already: those bytes were verified against the store's record when read. */
+        if (relay_toc_get_cached(relay, d, &t, &sum) >= 0) {
+                size_t n;
+                const uint8_t *p = toc_data(t, &n);
+
+                for (size_t off = 0; r >= 0 && off < n; off += TOC_PIECE_BYTES)
+                        r = send_toc_piece(call, p + off, MIN((size_t) TOC_PIECE_BYTES, n - off), off, n, &sum);
+                relay_toc_put(relay, t);
+                return r;
+        }
+
+        /*
+         * Else streamed from the file, a piece at a time (memory does not grow with the ToC or with
+         * the number of clients), hashed as it is read: a file that is not what the store recorded
+         * ends the call with DATA_LOSS, never with OK. Clients check the digest of what they
+         * assembled too, before they use a byte of it.
+         */
+        fd = image_store_open_toc(relay->store, d, &info);
+        if (fd == -ENOENT) {
+                rpc_call_set_error(call, "no layer %s", layer);
+                return fd;
+        }
+        if (fd == -EUCLEAN)
+                rpc_call_set_error(call, "the table of contents of layer %s is damaged", layer);
+        if (fd < 0)
+                return fd;
+        buf = malloc(TOC_PIECE_BYTES);
+        if (!buf)
+                return -ENOMEM;
+        r = hasher_new(&h);
+        if (r < 0)
+                return r;
+        for (uint64_t off = 0; off < info.toc_bytes;) {
+                size_t n = (size_t) MIN((uint64_t) TOC_PIECE_BYTES, info.toc_bytes - off);
+                ssize_t k = pread(fd, buf, n, (off_t) off);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break; /* shorter than recorded: the digest below says so */
+                r = hasher_update(h, buf, (size_t) k);
+                if (r >= 0)
+                        r = send_toc_piece(call, buf, (size_t) k, off, info.toc_bytes, &info.toc_digest);
+                if (r < 0)
+                        return r;
+                off += (uint64_t) k;
+        }
+        r = hasher_finish(h, &sum);
+        if (r < 0)
+                return r;
+        if (!digest_equal(&sum, &info.toc_digest)) {
+                rpc_call_set_error(call, "the table of contents of layer %s is damaged: what was sent does not "
+                                   "match its digest",
+                                   layer);
+                return -EUCLEAN;
+        }
+        return 0;
+}
+
+static int handle_get_toc(RpcCall *call, const void *data, size_t size, void *userdata) {
+        Relay *relay = userdata;
+        Digest d;
         int r;
 
         _cleanup_proto_ Tonari__Layers__V1__GetToCRequest *req = NULL;
@@ -114,37 +205,14 @@ static int handle_get_toc(RpcCall *call, const void *data, size_t size, void *us
         r = parse_layer(call, req->layer, &d);
         if (r < 0)
                 return r;
-        fd = image_store_open_toc(relay->store, &d);
-        if (fd == -ENOENT) {
-                rpc_call_set_error(call, "no layer %s", req->layer);
-                return fd;
-        }
-        if (fd < 0)
-                return fd;
-        /* The whole file first: the first piece carries its digest. */
-        r = read_full_fd(fd, TOC_SEND_MAX, (char **) &buf, &n);
-        if (r < 0)
-                return r == -E2BIG ? -EUCLEAN : r;
-        r = digest_buffer(buf, n, &sum);
+
+        /* Memory for the pieces in flight, within ToCMemoryMax= with the ToCs themselves. */
+        r = relay_toc_memory_acquire(relay, call, TOC_TRANSFER_BYTES);
         if (r < 0)
                 return r;
-        for (size_t off = 0; off < n || off == 0; off += PIECE_BYTES) {
-                Tonari__Layers__V1__ToCPiece m = TONARI__LAYERS__V1__TO_CPIECE__INIT;
-
-                m.offset = off;
-                m.data.data = buf + off;
-                m.data.len = MIN((size_t) PIECE_BYTES, n - off);
-                if (off == 0) {
-                        m.total_bytes = n;
-                        m.digest = digest_to_string(&sum, digest);
-                }
-                r = rpc_call_send_proto(call, &m.base);
-                if (r < 0)
-                        return r;
-                if (n == 0)
-                        break;
-        }
-        return 0;
+        r = send_toc(relay, call, req->layer, &d);
+        relay_toc_memory_release(relay, TOC_TRANSFER_BYTES);
+        return r;
 }
 
 static int handle_read(RpcCall *call, const void *data, size_t size, void *userdata) {

@@ -80,6 +80,7 @@ static const ConfigItem relay_config_table[] = {
         CONFIG_ITEM("Relay", "Threads", config_parse_unsigned, RelayConfig, threads),
         CONFIG_ITEM("Relay", "BlockingThreads", config_parse_unsigned, RelayConfig, blocking_threads),
         CONFIG_ITEM("Relay", "MaxMessageSize", config_parse_size, RelayConfig, max_message_bytes),
+        CONFIG_ITEM("Relay", "ToCMemoryMax", config_parse_size, RelayConfig, toc_memory_max),
         CONFIG_ITEM("Pull", "InsecureRegistries", config_parse_registries, RelayConfig, insecure),
         CONFIG_ITEM("Pull", "CAFile", config_parse_path, RelayConfig, ca_file),
         {},
@@ -109,6 +110,9 @@ int relay_config_load(const char *path, RelayConfig *ret, char ***ret_files) {
                                        "%s: [Relay] MaxMessageSize=%" PRIu64 ": expected 2M (a 1 MiB piece and its "
                                        "framing) to 1G.",
                                        path, c.max_message_bytes);
+        if (c.toc_memory_max < 1024U * 1024U)
+                return log_error_errno(EINVAL, "%s: [Relay] ToCMemoryMax=%" PRIu64 ": expected at least 1M.", path,
+                                       c.toc_memory_max);
 
         *ret = c;
         if (ret_files)
@@ -131,10 +135,11 @@ void relay_config_dump(const RelayConfig *c, FILE *f) {
                 "Threads=%u\n"
                 "BlockingThreads=%u\n"
                 "MaxMessageSize=%" PRIu64 "\n"
+                "ToCMemoryMax=%" PRIu64 "\n"
                 "\n"
                 "[Pull]\n"
                 "InsecureRegistries=",
-                c->socket_mode, c->threads, c->blocking_threads, c->max_message_bytes);
+                c->socket_mode, c->threads, c->blocking_threads, c->max_message_bytes, c->toc_memory_max);
         for (size_t i = 0; i < c->insecure.n; i++)
                 fprintf(f, "%s%s", i > 0 ? " " : "", c->insecure.items[i]);
         fprintf(f, "\nCAFile=%s\n", c->ca_file);

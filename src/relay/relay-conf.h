@@ -30,6 +30,7 @@ typedef struct RelayConfig {
         unsigned threads;                  /* [Relay] Threads= */
         unsigned blocking_threads;         /* [Relay] BlockingThreads= */
         uint64_t max_message_bytes;        /* [Relay] MaxMessageSize= */
+        uint64_t toc_memory_max;           /* [Relay] ToCMemoryMax=, bytes */
         RelayAddressList insecure;         /* [Pull] InsecureRegistries= */
         char ca_file[PATH_MAX];            /* [Pull] CAFile=, empty: the system's */
 } RelayConfig;
@@ -42,6 +43,9 @@ typedef struct RelayConfig {
  * threads anyway (see src/rpc); these serve the short ones. BlockingThreads=256: pulls, reads and
  * ToC transfers at once; that many keep any disk's queue full. MaxMessageSize=16M: ToC and Read
  * pieces are at most 1 MiB; 16 MiB leaves room for an image list of thousands of images.
+ * ToCMemoryMax=256M: ToCs the calls without ToC answer from are held in memory, verified; a large
+ * Debian layer's is ~15 MB, so this holds the working set of a few dozen images, and it is what
+ * the relay's memory may grow by for ToCs whatever its clients ask (GetToC streams the file).
  */
 #define RELAY_CONFIG_DEFAULTS                                                                          \
         ((RelayConfig){ .log_level = LOG_INFO,                                                         \
@@ -51,7 +55,8 @@ typedef struct RelayConfig {
                         .socket_mode = 0660,                                                           \
                         .threads = 4,                                                                  \
                         .blocking_threads = 256,                                                       \
-                        .max_message_bytes = 16U * 1024U * 1024U })
+                        .max_message_bytes = 16U * 1024U * 1024U,                                      \
+                        .toc_memory_max = 256U * 1024U * 1024U })
 
 int relay_config_load(const char *path, RelayConfig *ret, char ***ret_files);
 void relay_config_dump(const RelayConfig *c, FILE *f);

@@ -2,9 +2,9 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc-util.h"
-#include "fd-util.h"
 #include "log.h"
 #include "relay.h"
 
@@ -18,6 +18,7 @@ int relay_new(const RelayConfig *c, Relay **ret) {
                 return -ENOMEM;
         r->config = *c;
         pthread_mutex_init(&r->toc_lock, NULL);
+        pthread_cond_init(&r->toc_freed, NULL);
         *ret = r;
         return 0;
 }
@@ -73,15 +74,13 @@ Relay *relay_free(Relay *r) {
         for (size_t i = 0; i < RELAY_TOC_CACHE_MAX; i++)
                 toc_free(r->tocs[i].toc);
         image_store_free(r->store);
+        pthread_cond_destroy(&r->toc_freed);
         pthread_mutex_destroy(&r->toc_lock);
         return mfree(r);
 }
 
-int relay_toc_get(Relay *r, const Digest *diff_id, Toc **ret) {
-        _cleanup_close_ int fd = -EBADF;
-        RelayToc *slot = NULL;
-        Toc *t = NULL;
-        int k;
+int relay_toc_get_cached(Relay *r, const Digest *diff_id, Toc **ret, Digest *ret_digest) {
+        int k = -ENOENT;
 
         pthread_mutex_lock(&r->toc_lock);
         for (size_t i = 0; i < RELAY_TOC_CACHE_MAX; i++)
@@ -89,28 +88,76 @@ int relay_toc_get(Relay *r, const Digest *diff_id, Toc **ret) {
                         r->tocs[i].users++;
                         r->tocs[i].last_used = ++r->toc_clock;
                         *ret = r->tocs[i].toc;
-                        pthread_mutex_unlock(&r->toc_lock);
-                        return 0;
+                        if (ret_digest)
+                                *ret_digest = r->tocs[i].toc_digest;
+                        k = 0;
+                        break;
                 }
         pthread_mutex_unlock(&r->toc_lock);
+        return k;
+}
 
-        /* Opened outside the lock: validation of a large ToC takes milliseconds. */
-        fd = image_store_open_toc(r->store, diff_id);
-        if (fd < 0)
-                return fd;
-        k = toc_open_fd(fd, &t);
+/* Makes room for bytes more within ToCMemoryMax=, dropping cached ToCs no call holds, least
+ * recently used first. Under toc_lock. */
+static int toc_reserve(Relay *r, uint64_t bytes) {
+        if (bytes > r->config.toc_memory_max)
+                return -E2BIG;
+        while (r->toc_bytes + bytes > r->config.toc_memory_max) {
+                RelayToc *victim = NULL;
+
+                for (size_t i = 0; i < RELAY_TOC_CACHE_MAX; i++) {
+                        RelayToc *s = &r->tocs[i];
+
+                        if (s->toc && s->users == 0 && (!victim || s->last_used < victim->last_used))
+                                victim = s;
+                }
+                if (!victim)
+                        return -ENOMEM;
+                r->toc_bytes -= victim->bytes;
+                toc_free(victim->toc);
+                *victim = (RelayToc) {};
+        }
+        r->toc_bytes += bytes;
+        return 0;
+}
+
+int relay_toc_get(Relay *r, const Digest *diff_id, Toc **ret) {
+        RelayToc *slot = NULL;
+        LayerInfo info;
+        Toc *t = NULL;
+        int k;
+
+        if (relay_toc_get_cached(r, diff_id, ret, NULL) >= 0)
+                return 0;
+        k = image_store_layer(r->store, diff_id, &info);
         if (k < 0)
-                return k == -EBADMSG ? -EUCLEAN : k; /* a damaged store, not a bad request */
+                return k;
+        pthread_mutex_lock(&r->toc_lock);
+        k = toc_reserve(r, info.toc_bytes);
+        pthread_mutex_unlock(&r->toc_lock);
+        if (k < 0)
+                return k;
+
+        /* Read and verified outside the lock: a large ToC takes milliseconds. */
+        k = image_store_load_toc(r->store, &info, &t);
 
         pthread_mutex_lock(&r->toc_lock);
+        if (k < 0) {
+                r->toc_bytes -= info.toc_bytes;
+                pthread_cond_broadcast(&r->toc_freed);
+                pthread_mutex_unlock(&r->toc_lock);
+                return k;
+        }
         for (size_t i = 0; i < RELAY_TOC_CACHE_MAX; i++) {
                 RelayToc *s = &r->tocs[i];
 
                 if (s->toc && digest_equal(&s->diff_id, diff_id)) {
-                        /* Another call opened it meanwhile. */
+                        /* Another call read it meanwhile. */
                         s->users++;
                         s->last_used = ++r->toc_clock;
                         *ret = s->toc;
+                        r->toc_bytes -= info.toc_bytes;
+                        pthread_cond_broadcast(&r->toc_freed);
                         pthread_mutex_unlock(&r->toc_lock);
                         toc_free(t);
                         return 0;
@@ -123,27 +170,71 @@ int relay_toc_get(Relay *r, const Digest *diff_id, Toc **ret) {
                         slot = s;
         }
         if (!slot) {
-                /* Every slot is in use: serve this call from a ToC of its own. */
+                /* Every slot is in use: serve this call from a ToC of its own (still counted). */
                 pthread_mutex_unlock(&r->toc_lock);
                 *ret = t;
                 return 1;
         }
-        toc_free(slot->toc);
-        *slot = (RelayToc) { .diff_id = *diff_id, .toc = t, .users = 1, .last_used = ++r->toc_clock };
+        if (slot->toc) {
+                r->toc_bytes -= slot->bytes;
+                toc_free(slot->toc);
+        }
+        *slot = (RelayToc) { .diff_id = *diff_id, .toc_digest = info.toc_digest, .toc = t, .bytes = info.toc_bytes,
+                             .users = 1, .last_used = ++r->toc_clock };
         pthread_mutex_unlock(&r->toc_lock);
         *ret = t;
         return 0;
 }
 
 void relay_toc_put(Relay *r, Toc *t) {
+        size_t size;
+
         pthread_mutex_lock(&r->toc_lock);
         for (size_t i = 0; i < RELAY_TOC_CACHE_MAX; i++)
                 if (r->tocs[i].toc == t) {
                         r->tocs[i].users--;
+                        pthread_cond_broadcast(&r->toc_freed);
                         pthread_mutex_unlock(&r->toc_lock);
                         return;
                 }
-        pthread_mutex_unlock(&r->toc_lock);
         /* Not cached (relay_toc_get() returned 1): it was this call's own. */
+        (void) toc_data(t, &size);
+        r->toc_bytes -= size;
+        pthread_cond_broadcast(&r->toc_freed);
+        pthread_mutex_unlock(&r->toc_lock);
         toc_free(t);
+}
+
+int relay_toc_memory_acquire(Relay *r, RpcCall *call, uint64_t bytes) {
+        int k;
+
+        pthread_mutex_lock(&r->toc_lock);
+        for (;;) {
+                struct timespec until;
+
+                k = toc_reserve(r, bytes);
+                if (k != -ENOMEM)
+                        break;
+                /* Held by other calls: one of them ends soon, or this call does. */
+                if (rpc_call_cancelled(call)) {
+                        k = -ECANCELED;
+                        break;
+                }
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += 100 * 1000 * 1000;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+                (void) pthread_cond_timedwait(&r->toc_freed, &r->toc_lock, &until);
+        }
+        pthread_mutex_unlock(&r->toc_lock);
+        return k;
+}
+
+void relay_toc_memory_release(Relay *r, uint64_t bytes) {
+        pthread_mutex_lock(&r->toc_lock);
+        r->toc_bytes -= bytes;
+        pthread_cond_broadcast(&r->toc_freed);
+        pthread_mutex_unlock(&r->toc_lock);
 }

@@ -14,13 +14,19 @@
 #include "rpc.h"
 #include "toc.h"
 
-/* ToCs kept open (read into memory and validated) for the calls without ToC: a lookup must not
- * re-validate a layer's whole table each time. */
+/*
+ * ToCs kept open for the calls without ToC, read into memory and verified against the store's
+ * record (a lookup must not re-read and re-validate a layer's whole table each time). Their bytes
+ * are the relay's own: a ToC file changed or truncated on disk cannot change or fault what a call
+ * is reading. All ToCs in memory together, cached or held by a call, stay within ToCMemoryMax=.
+ */
 #define RELAY_TOC_CACHE_MAX 64
 
 typedef struct RelayToc {
         Digest diff_id;
+        Digest toc_digest; /* what it was verified against */
         Toc *toc;
+        size_t bytes;
         unsigned users;
         uint64_t last_used;
 } RelayToc;
@@ -33,6 +39,8 @@ typedef struct Relay {
         pthread_mutex_t toc_lock;
         RelayToc tocs[RELAY_TOC_CACHE_MAX];
         uint64_t toc_clock;
+        uint64_t toc_bytes; /* in memory: cached, held by calls of their own, being read or sent */
+        pthread_cond_t toc_freed;
 } Relay;
 
 int relay_new(const RelayConfig *c, Relay **ret);
@@ -44,9 +52,21 @@ static inline void relay_freep(Relay **r) {
         relay_free(*r);
 }
 
-/* The open ToC of a layer, for the duration of one call; -ENOENT if the store has no such layer. */
+/*
+ * The open ToC of a layer, for the duration of one call. -ENOENT if the store has no such layer,
+ * -EUCLEAN if its ToC is not what the store recorded, -ENOMEM when ToCMemoryMax= is taken by ToCs
+ * other calls hold, -E2BIG when the ToC alone is larger than that.
+ */
 int relay_toc_get(Relay *r, const Digest *diff_id, Toc **ret);
+/* The same, only if the ToC is in memory already (-ENOENT if not), with the digest it matched. */
+int relay_toc_get_cached(Relay *r, const Digest *diff_id, Toc **ret, Digest *ret_digest);
 void relay_toc_put(Relay *r, Toc *t);
+/*
+ * Memory a ToC transfer needs (its pieces in flight), from ToCMemoryMax= too: waits while ToCs that
+ * calls hold take it all, -ECANCELED when the call ends meanwhile.
+ */
+int relay_toc_memory_acquire(Relay *r, RpcCall *call, uint64_t bytes);
+void relay_toc_memory_release(Relay *r, uint64_t bytes);
 
 int relay_register_relay_service(Relay *r);
 int relay_register_layers_service(Relay *r);

@@ -33,6 +33,7 @@ START_TEST(test_relay_defaults) {
         ck_assert_uint_eq(c.threads, 4);
         ck_assert_uint_eq(c.blocking_threads, 256);
         ck_assert_uint_eq(c.max_message_bytes, 16U * 1024U * 1024U);
+        ck_assert_uint_eq(c.toc_memory_max, 256U * 1024U * 1024U);
         ck_assert_uint_eq(c.insecure.n, 0);
         ck_assert_str_eq(c.ca_file, "");
         ck_assert(!relay_config_insecure(&c, "127.0.0.1:5000"));
@@ -42,6 +43,7 @@ END_TEST
 START_TEST(test_relay_settings) {
         _cleanup_free_ char *path = put("[Relay]\nStore=/srv/relay\nListen=unix:/run/r.sock 127.0.0.1:7000\n"
                                         "Listen=[::1]:7001\nSocketMode=0600\nThreads=8\nBlockingThreads=16\nMaxMessageSize=32M\n"
+                                        "ToCMemoryMax=64M\n"
                                         "[Pull]\nInsecureRegistries=127.0.0.1:5000 registry.local\nCAFile=/etc/ca.pem\n");
         _cleanup_free_ char *dump = NULL;
         size_t size;
@@ -57,6 +59,7 @@ START_TEST(test_relay_settings) {
         ck_assert_uint_eq(c.threads, 8);
         ck_assert_uint_eq(c.blocking_threads, 16);
         ck_assert_uint_eq(c.max_message_bytes, 32U * 1024U * 1024U);
+        ck_assert_uint_eq(c.toc_memory_max, 64U * 1024U * 1024U);
         ck_assert(relay_config_insecure(&c, "127.0.0.1:5000"));
         ck_assert(relay_config_insecure(&c, "registry.local"));
         ck_assert(!relay_config_insecure(&c, "127.0.0.1:5001"));
@@ -81,6 +84,7 @@ START_TEST(test_relay_settings) {
         ck_assert_uint_eq(d.threads, c.threads);
         ck_assert_uint_eq(d.blocking_threads, c.blocking_threads);
         ck_assert_uint_eq(d.max_message_bytes, c.max_message_bytes);
+        ck_assert_uint_eq(d.toc_memory_max, c.toc_memory_max);
         ck_assert_int_eq(d.log_level, c.log_level);
         ck_assert_str_eq(d.ca_file, c.ca_file);
 }
@@ -101,6 +105,7 @@ START_TEST(test_relay_bad_values) {
                 "[Relay]\nBlockingThreads=0\n",
                 "[Relay]\nBlockingThreads=5000\n",
                 "[Relay]\nMaxMessageSize=1M\n",
+                "[Relay]\nToCMemoryMax=64K\n",
                 "[Relay]\nStore=relative\n",
                 "[Pull]\nInsecureRegistries=http://x\n",
                 "[Pull]\nInsecureRegistries=host/path\n",
@@ -145,7 +150,7 @@ START_TEST(test_relay_shipped_file) {
                 }
         }
         uncommented[n] = 0;
-        ck_assert_uint_eq(settings, 10);
+        ck_assert_uint_eq(settings, 11);
         path = put(uncommented);
         ck_assert_int_eq(relay_config_load(path, &c, NULL), 0);
         ck_assert_str_eq(c.store, defaults.store);
@@ -155,6 +160,7 @@ START_TEST(test_relay_shipped_file) {
         ck_assert_uint_eq(c.threads, defaults.threads);
         ck_assert_uint_eq(c.blocking_threads, defaults.blocking_threads);
         ck_assert_uint_eq(c.max_message_bytes, defaults.max_message_bytes);
+        ck_assert_uint_eq(c.toc_memory_max, defaults.toc_memory_max);
         ck_assert_int_eq(c.log_level, defaults.log_level);
         ck_assert_int_eq(c.log_target, defaults.log_target);
         ck_assert_uint_eq(c.insecure.n, 0);

@@ -59,6 +59,12 @@ elif kind == "sized":
 elif kind == "slow":
         # 300 kB that the registry sends at 30 kB/s: a pull holds in this layer for ten seconds.
         add("slow", bytes((i * 7919) & 0xff for i in range(300000)))
+elif kind == "big":
+        # 10000 files: a ToC of about 1.5 MB, beyond the ToCMemoryMax=1M this test runs with.
+        for d in range(100):
+                add("d%02d" % d, kind=tarfile.DIRTYPE)
+                for f in range(100):
+                        add("d%02d/file-with-a-longer-name-%03d" % (d, f), b"")
 elif kind == "other":
         add("other", b"another layer\n")
 t.close()
@@ -77,6 +83,7 @@ toc_path() {
 write_tar "$WORK/wide.tar" wide
 write_tar "$WORK/sized.tar" sized
 write_tar "$WORK/slow.tar" slow
+write_tar "$WORK/big.tar" big
 python3 "$here/make-layout.py" "$WORK/layout" wide "$WORK/wide.tar"
 WIDE=$(diff_id "$WORK/wide.tar")
 SLOW=$(diff_id "$WORK/slow.tar")
@@ -93,6 +100,7 @@ cat >"$WORK/relay.conf" <<EOT
 Store=$WORK/store
 Listen=unix:$WORK/relay.sock
 LogTarget=console
+ToCMemoryMax=1M
 [Pull]
 InsecureRegistries=$REGISTRY
 EOT
@@ -142,11 +150,19 @@ with open(path, "r+b") as f:
         elif kind == "n-children":
                 f.seek(entries + 72)
                 f.write(struct.pack("<I", 0xffffffff))
-        elif kind == "flip":
+        elif kind in ("flip", "flip-valid"):
+                # A file's size, in the fifth entry.
                 f.seek(entries + 4 * entry_size + 40)
                 b = f.read(1)
                 f.seek(-1, 1)
                 f.write(bytes([b[0] ^ 1]))
+        if kind == "flip-valid":
+                # With the ToC's own checksum made right: only the store's record tells.
+                import hashlib
+                f.seek(40)
+                rest = f.read()
+                f.seek(8)
+                f.write(hashlib.sha256(rest).digest())
 EOF
 }
 restore_toc() {
@@ -178,6 +194,56 @@ testcase_toc_changed_after_warming() {
                 relay_alive
         done
         restore_toc
+}
+
+testcase_gettoc_of_a_damaged_toc() {
+        local kind
+        for kind in flip flip-valid truncate; do
+                restore_toc
+                stop_relay
+                start_relay
+                damage "$(toc_path "$WIDE")" "$kind"
+                # Streamed from the file: the call ends with DATA_LOSS, never OK (once: OK, and a
+                # digest computed over the damaged bytes).
+                assert_match "^ERROR EUCLEAN the table of contents of layer $WIDE is damaged" \
+                        "$(client gettoc "$WIDE" "$WORK/got.toc")"
+                # The calls without ToC check it against the store's record too (flip-valid is a
+                # valid ToC, only not the one the store recorded).
+                assert_match "^ERROR EUCLEAN the table of contents of layer $WIDE is damaged" \
+                        "$(client readdir "$WIDE" 0)"
+        done
+
+        # Damaged after the relay read and verified it: what it sends is what it verified.
+        restore_toc
+        stop_relay
+        start_relay
+        assert_match "^OK 101 entries" "$(client readdir "$WIDE" 0)"
+        damage "$(toc_path "$WIDE")" flip-valid
+        assert_eq "OK $(stat -c %s "$WORK/wide.toc") sha256:$(sha256sum "$WORK/wide.toc" | cut -d' ' -f1)" \
+                "$(client gettoc "$WIDE" "$WORK/got.toc")"
+        cmp "$WORK/wide.toc" "$WORK/got.toc"
+        restore_toc
+        stop_relay
+        start_relay
+}
+
+testcase_toc_memory_is_bounded() {
+        local big
+        big=$(diff_id "$WORK/big.tar")
+        python3 "$here/make-layout.py" "$WORK/layout" big "$WORK/big.tar"
+        ctl image pull "oci:$WORK/layout:big" big
+        (($(stat -c %s "$(toc_path "$big")") > 1024 * 1024))
+        # Larger than ToCMemoryMax=1M: not held in memory for the calls without ToC...
+        assert_match "^ERROR EMSGSIZE the table of contents of layer $big is larger than ToCMemoryMax=" \
+                "$(client readdir "$big" 0)"
+        # ...and still sent whole, in pieces, by GetToC.
+        assert_eq "OK $(stat -c %s "$(toc_path "$big")") sha256:$(sha256sum "$(toc_path "$big")" | cut -d' ' -f1)" \
+                "$(client gettoc "$big" "$WORK/got.toc")"
+        assert_match "^OK 101 entries" "$(client readdir "$WIDE" 0)"
+        # Transfers take their pieces' memory from ToCMemoryMax= too: here one or two at a time,
+        # the others wait for them, and all end.
+        assert_eq "OK 8 calls of $(stat -c %s "$(toc_path "$big")") bytes" "$(client gettoc-many "$big" 8)"
+        ctl image remove big
 }
 
 # layer_numbers IMAGE: "unpacked entries" of each layer, one line each.
