@@ -189,6 +189,35 @@ static int layer_claim(ImageStore *is, const Digest *diff_id, LayerInfo *ret) {
         return r;
 }
 
+/* Waits until no other pull works on key (a layer's diff_id, or a blob's digest), then takes it;
+ * layer_release() gives it back. */
+static int flight_enter(ImageStore *is, const Digest *key) {
+        InFlight *f;
+
+        pthread_mutex_lock(&is->lock);
+        while (in_flight(is, key))
+                pthread_cond_wait(&is->layer_done, &is->lock);
+        f = new0(InFlight, 1);
+        if (f) {
+                f->diff_id = *key;
+                f->next = is->in_flight;
+                is->in_flight = f;
+        }
+        pthread_mutex_unlock(&is->lock);
+        return f ? 0 : -ENOMEM;
+}
+
+static bool layer_blob_known(ImageStore *is, const Digest *diff_id, const LayerBlob *b) {
+        const LayerInfo *l;
+        bool known;
+
+        pthread_mutex_lock(&is->lock);
+        l = image_db_find_layer(&is->db, diff_id);
+        known = l && layer_info_has_blob(l, b);
+        pthread_mutex_unlock(&is->lock);
+        return known;
+}
+
 static void layer_release(ImageStore *is, const Digest *diff_id) {
         pthread_mutex_lock(&is->lock);
         for (InFlight **f = &is->in_flight; *f; f = &(*f)->next)
@@ -289,6 +318,59 @@ static int read_blob(Store *s, const Digest *d, size_t max, char **ret, size_t *
         return fd < 0 ? fd : read_full_fd(fd, max, ret, ret_size);
 }
 
+/*
+ * A manifest may name a layer the store has by another blob than the ones it knows (compressed
+ * otherwise, or named wrongly): the image record keeps that descriptor, so it is fetched and
+ * checked like a blob that is unpacked (its digest while it arrives, then that it decompresses to
+ * the layer's diff_id) and added to the layer's record; a blob that does not exist, or is not
+ * that layer, fails the pull. Every descriptor an image record keeps has been verified.
+ */
+static int verify_blob(Pull *pull, const OciDescriptor *d, const Digest *diff_id, const LayerBlob *blob,
+                       char **ret_error) {
+        _cleanup_close_ int blob_fd = -EBADF;
+        char name[DIGEST_STRING_MAX], want[DIGEST_STRING_MAX], got[DIGEST_STRING_MAX];
+        Digest content;
+        int r;
+
+        /* One pull per blob: another may be verifying the same one. */
+        r = flight_enter(pull->is, &d->digest);
+        if (r < 0)
+                return r;
+        if (layer_blob_known(pull->is, diff_id, blob)) {
+                r = 0;
+                goto finish;
+        }
+        pull->p.phase = PULL_FETCHING;
+        r = report(pull);
+        if (r >= 0)
+                r = fetch_blob(pull, d, ret_error);
+        if (r < 0)
+                goto finish;
+        blob_fd = store_open_item(pull->is->store, STORE_BLOB, &d->digest);
+        r = blob_fd < 0 ? blob_fd : layer_diff_id(blob_fd, d->compression, &content, ret_error);
+        if (r >= 0 && !digest_equal(&content, diff_id))
+                r = set_error_message(ret_error, -EBADMSG, "layer %s: its content has digest %s, the config says %s",
+                                      digest_to_string(&d->digest, name), digest_to_string(&content, got),
+                                      digest_to_string(diff_id, want));
+        (void) store_remove_item(pull->is->store, STORE_BLOB, &d->digest);
+        if (r < 0)
+                goto finish;
+        pthread_mutex_lock(&pull->is->lock);
+        {
+                LayerInfo *l = image_db_find_layer(&pull->is->db, diff_id);
+
+                r = l ? layer_info_add_blob(l, blob) : -ENOENT;
+                if (r >= 0)
+                        r = image_db_save(&pull->is->db, store_root_fd(pull->is->store));
+        }
+        pthread_mutex_unlock(&pull->is->lock);
+        if (r < 0)
+                (void) set_error_message(ret_error, r, "images.json: %s", strerror(-r));
+finish:
+        layer_release(pull->is, &d->digest);
+        return r;
+}
+
 /* Records a layer the pull unpacked (or found) and verified, before anything refers to it. */
 static int record_layer(ImageStore *is, const LayerInfo *l) {
         int r;
@@ -307,7 +389,7 @@ static int pull_layer(Pull *pull, const OciDescriptor *d, const Digest *diff_id,
         _cleanup_store_writer_ StoreWriter *toc = NULL;
         _cleanup_close_ int blob_fd = -EBADF;
         _cleanup_free_ void *toc_data = NULL;
-        char want[DIGEST_STRING_MAX], got[DIGEST_STRING_MAX];
+        char name[DIGEST_STRING_MAX], want[DIGEST_STRING_MAX], got[DIGEST_STRING_MAX];
         LayerBlob blob = { .digest = d->digest, .size = d->size, .compression = d->compression };
         LayerStats stats = {};
         LayerInfo info;
@@ -352,7 +434,7 @@ static int pull_layer(Pull *pull, const OciDescriptor *d, const Digest *diff_id,
                 goto finish;
         if (!digest_equal(&stats.diff_id, diff_id)) {
                 r = set_error_message(ret_error, -EBADMSG, "layer %s: its content has digest %s, the config says %s",
-                                      digest_to_string(&d->digest, want), digest_to_string(&stats.diff_id, got),
+                                      digest_to_string(&d->digest, name), digest_to_string(&stats.diff_id, got),
                                       digest_to_string(diff_id, want));
                 goto finish;
         }
@@ -392,6 +474,11 @@ finish:
         return 0;
 
 present:
+        if (!layer_blob_known(pull->is, diff_id, &blob)) {
+                r = verify_blob(pull, d, diff_id, &blob, ret_error);
+                if (r < 0)
+                        return r;
+        }
         /* Its numbers are its record's: read from its ToC when it was unpacked. */
         layer_record_fill(rec, &info);
         pull->p.phase = PULL_LAYER_PRESENT;

@@ -447,3 +447,39 @@ finish:
         archive_read_free(st.decompressor);
         return r;
 }
+
+int layer_diff_id(int blob_fd, OciCompression compression, Digest *ret, char **ret_error) {
+        _cleanup_hasher_ Hasher *hasher = NULL;
+        _cleanup_free_ uint8_t *buffer = NULL;
+        struct archive *a = NULL;
+        int r;
+
+        buffer = malloc(UNPACK_BUFFER_BYTES);
+        if (!buffer)
+                return -ENOMEM;
+        r = hasher_new(&hasher);
+        if (r < 0)
+                return r;
+        r = open_decompressor(blob_fd, compression, &a);
+        if (r < 0)
+                return set_error_message(ret_error, r, "the layer is not %s",
+                                         compression == OCI_COMPRESSION_GZIP ? "gzip-compressed" :
+                                         compression == OCI_COMPRESSION_ZSTD ? "zstd-compressed" : "readable");
+        for (;;) {
+                la_ssize_t n = archive_read_data(a, buffer, UNPACK_BUFFER_BYTES);
+
+                if (n < 0) {
+                        r = set_error_message(ret_error, -EBADMSG, "layer: %s", archive_error_string(a));
+                        break;
+                }
+                if (n == 0) {
+                        r = hasher_finish(hasher, ret);
+                        break;
+                }
+                r = hasher_update(hasher, buffer, (size_t) n);
+                if (r < 0)
+                        break;
+        }
+        archive_read_free(a);
+        return r;
+}

@@ -35,3 +35,6 @@ typedef struct LayerStats {
  */
 int layer_unpack(Store *s, int blob_fd, OciCompression compression, void **ret_toc, size_t *ret_toc_size,
                  LayerStats *ret, char **ret_error);
+
+/* The diff_id of a layer blob (decompressed as given and hashed, not unpacked). */
+int layer_diff_id(int blob_fd, OciCompression compression, Digest *ret, char **ret_error);

@@ -246,6 +246,51 @@ testcase_toc_memory_is_bounded() {
         ctl image remove big
 }
 
+testcase_blobs_of_a_present_layer_are_verified() {
+        local out
+        python3 "$here/make-layout.py" "$WORK/layout" present "$WORK/sized.tar"
+        ctl image pull "oci:$WORK/layout:present" present
+        # The same layer named by a blob the layout does not have: refused, although the layer is
+        # in the store (once: accepted, and the record kept that digest).
+        python3 "$here/make-layout.py" --missing-blob=0 "$WORK/layout" missing "$WORK/sized.tar"
+        assert_rc 5 ctl image pull "oci:$WORK/layout:missing" missing
+        assert_match "blobs/sha256/[0-9a-f]{64}: No such file or directory" \
+                "$(ctl image pull "oci:$WORK/layout:missing" missing 2>&1 || true)"
+        # Named by a blob that exists but is another layer: refused too.
+        python3 - "$WORK/layout" "$(diff_id "$WORK/sized.tar")" <<'EOF'
+import hashlib, json, os, sys
+layout, diff_id = sys.argv[1], sys.argv[2]
+def blob(d):
+        return os.path.join(layout, "blobs", "sha256", d.split(":")[1])
+def put(data):
+        d = "sha256:" + hashlib.sha256(data).hexdigest()
+        open(blob(d), "wb").write(data)
+        return d
+index = json.load(open(os.path.join(layout, "index.json")))
+wide = next(m for m in index["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"] == "wide")
+manifest = json.load(open(blob(wide["digest"])))
+config = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": [diff_id]}}).encode()
+manifest["config"] = {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": put(config), "size": len(config)}
+raw = json.dumps(manifest).encode()
+index["manifests"].append({"mediaType": manifest["mediaType"], "digest": put(raw), "size": len(raw),
+                           "annotations": {"org.opencontainers.image.ref.name": "other-blob"}})
+json.dump(index, open(os.path.join(layout, "index.json"), "w"))
+EOF
+        assert_rc 2 ctl image pull "oci:$WORK/layout:other-blob" other-blob
+        assert_match "its content has digest $WIDE, the config says $(diff_id "$WORK/sized.tar")" \
+                "$(ctl image pull "oci:$WORK/layout:other-blob" other-blob 2>&1 || true)"
+        assert_eq "present" "$(ctl --no-legend image list | awk '{print $1}' | grep -E '^(present|missing|other-blob)$')"
+        # The same layer compressed: a blob of its own, verified once and recorded.
+        python3 "$here/make-layout.py" --gzip "$WORK/layout" gzipped "$WORK/sized.tar"
+        ctl image pull "oci:$WORK/layout:gzipped" gzipped
+        assert_eq "6000 6" "$(layer_numbers gzipped)"
+        assert_eq 2 "$(python3 -c 'import json, sys; print([len(l["blobs"]) for l in json.load(open(sys.argv[1]))["layers"] if l["diffID"] == sys.argv[2]][0])' \
+                "$WORK/store/images.json" "$(diff_id "$WORK/sized.tar")")"
+        out=$(ctl image pull "oci:$WORK/layout:gzipped" gzipped 2>&1)
+        assert_match "present" "$out"
+        ctl image remove present gzipped
+}
+
 # layer_numbers IMAGE: "unpacked entries" of each layer, one line each.
 layer_numbers() {
         ctl --json=short image show "$1" |
