@@ -39,6 +39,8 @@ struct ImageSource {
         bool has_digest;
         Digest digest;
 
+        const Cancel *cancel;
+
         int layout_fd; /* an OCI layout (given, or extracted from an oci-archive) */
         int work_fd;   /* archives: where they were extracted */
         char *work_dir;
@@ -71,37 +73,53 @@ ImageSource *image_source_free(ImageSource *s) {
         return mfree(s);
 }
 
-/* Reads all of a regular file below dir_fd, refusing more than max bytes. */
-static int read_file_at(int dir_fd, const char *path, size_t max, char **ret, size_t *ret_size) {
+/*
+ * Opens a file of the source for reading: a regular file, or -EBADMSG. O_NONBLOCK, so that a FIFO
+ * (or a device) is seen and refused here instead of blocking the open until someone writes to it;
+ * on a regular file the flag changes nothing.
+ */
+static int open_regular_at(int dir_fd, const char *path) {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
-        fd = openat(dir_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        fd = openat(dir_fd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return -EBADMSG;
-        return read_full_fd(fd, max, ret, ret_size);
+        return TAKE_FD(fd);
+}
+
+/* What read_file_at() failed of, for messages. */
+static const char *read_error(int r) {
+        return r == -EBADMSG ? "not a regular file" : r == -E2BIG ? "too large" : strerror(-r);
+}
+
+/* Reads all of a regular file below dir_fd, refusing more than max bytes. */
+static int read_file_at(int dir_fd, const char *path, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = open_regular_at(dir_fd, path);
+
+        return fd < 0 ? fd : read_full_fd(fd, max, ret, ret_size);
 }
 
 /* Streams a file below dir_fd to sink, checking it has exactly size bytes. */
-static int stream_file_at(int dir_fd, const char *path, uint64_t size, registry_sink_t sink, void *userdata,
-                          char **ret_error) {
+static int stream_file_at(int dir_fd, const char *path, uint64_t size, const Cancel *cancel, registry_sink_t sink,
+                          void *userdata, char **ret_error) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         uint64_t done = 0;
         struct stat st;
         int r;
 
-        fd = openat(dir_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        fd = open_regular_at(dir_fd, path);
+        if (fd == -EBADMSG)
+                return set_error_message(ret_error, fd, "%s is not a regular file", path);
         if (fd < 0)
-                return set_error_message(ret_error, -errno, "%s: %m", path);
+                return set_error_message(ret_error, fd, "%s: %s", path, strerror(-fd));
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode))
-                return set_error_message(ret_error, -EBADMSG, "%s is not a regular file", path);
         if ((uint64_t) st.st_size != size)
                 return set_error_message(ret_error, -EBADMSG, "%s has %" PRIu64 " bytes, its descriptor says %" PRIu64,
                                          path, (uint64_t) st.st_size, size);
@@ -109,8 +127,11 @@ static int stream_file_at(int dir_fd, const char *path, uint64_t size, registry_
         if (!buf)
                 return -ENOMEM;
         while (done < size) {
-                ssize_t k = read(fd, buf, READ_CHUNK_BYTES);
+                ssize_t k;
 
+                if (cancel_requested(cancel))
+                        return set_error_message(ret_error, -ECANCELED, "cancelled");
+                k = read(fd, buf, READ_CHUNK_BYTES);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -167,8 +188,10 @@ static bool docker_archive_name(const char *name) {
  * entries (directories, links, devices, names the format does not define) are skipped: nothing
  * is created that the filter did not allow.
  */
-static int extract_archive(const char *path, int work_fd, name_filter_t filter, char **ret_error) {
+static int extract_archive(const char *path, int work_fd, name_filter_t filter, const Cancel *cancel,
+                           char **ret_error) {
         _cleanup_(tar_locale_leave) locale_t old_locale = (locale_t) 0;
+        _cleanup_close_ int fd = -EBADF;
         struct archive *a;
         struct archive_entry *e;
         unsigned n_entries = 0;
@@ -178,12 +201,18 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
         r = tar_locale_enter(&old_locale);
         if (r < 0)
                 return r;
+        /* Opened here rather than by libarchive: a FIFO at path is refused, not waited on. */
+        fd = open_regular_at(AT_FDCWD, path);
+        if (fd == -EBADMSG)
+                return set_error_message(ret_error, fd, "%s is not a regular file", path);
+        if (fd < 0)
+                return set_error_message(ret_error, fd, "%s: %s", path, strerror(-fd));
         a = archive_read_new();
         if (!a)
                 return -ENOMEM;
         archive_read_support_filter_all(a);
         archive_read_support_format_tar(a);
-        if (archive_read_open_filename(a, path, READ_CHUNK_BYTES) != ARCHIVE_OK) {
+        if (archive_read_open_fd(a, fd, READ_CHUNK_BYTES) != ARCHIVE_OK) {
                 k = archive_errno(a);
                 r = set_error_message(ret_error, k > 0 ? -k : -EBADMSG, "%s: %s", path, archive_error_string(a));
                 goto finish;
@@ -191,13 +220,17 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
 
         while ((k = tar_next_header(a, &e)) == ARCHIVE_OK) {
                 const char *name = archive_entry_pathname(e);
-                _cleanup_close_ int fd = -EBADF;
+                _cleanup_close_ int out = -EBADF;
                 const void *block;
                 size_t size;
                 la_int64_t offset;
 
                 if (++n_entries > ARCHIVE_ENTRIES_MAX) {
                         r = set_error_message(ret_error, -E2BIG, "%s: more than %u entries", path, ARCHIVE_ENTRIES_MAX);
+                        goto finish;
+                }
+                if (cancel_requested(cancel)) {
+                        r = set_error_message(ret_error, -ECANCELED, "cancelled");
                         goto finish;
                 }
                 if (!name)
@@ -211,14 +244,18 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
                 if (r < 0)
                         goto finish;
                 /* O_EXCL: a name twice in the archive is refused, not silently replaced. */
-                fd = openat(work_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd < 0) {
+                out = openat(work_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (out < 0) {
                         r = set_error_message(ret_error, errno == EEXIST ? -EBADMSG : -errno, "%s: \"%s\": %s", path,
                                               name, errno == EEXIST ? "appears twice" : strerror(errno));
                         goto finish;
                 }
                 while ((k = archive_read_data_block(a, &block, &size, &offset)) == ARCHIVE_OK) {
-                        if (pwrite(fd, block, size, offset) != (ssize_t) size) {
+                        if (cancel_requested(cancel)) {
+                                r = set_error_message(ret_error, -ECANCELED, "cancelled");
+                                goto finish;
+                        }
+                        if (pwrite(out, block, size, offset) != (ssize_t) size) {
                                 r = set_error_message(ret_error, -errno ?: -EIO, "%s: %m", name);
                                 goto finish;
                         }
@@ -247,7 +284,7 @@ static int layout_check(int fd, char **ret_error) {
         r = read_file_at(fd, "oci-layout", 4096, &data, &size);
         if (r < 0)
                 return set_error_message(ret_error, r == -ENOENT ? -EBADMSG : r, "not an OCI image layout (oci-layout: %s)",
-                                         strerror(-r));
+                                         read_error(r));
         j = json_tokener_parse(data);
         if (!j || !json_object_object_get_ex(j, "imageLayoutVersion", &v) || !json_object_is_type(v, json_type_string))
                 return set_error_message(ret_error, -EBADMSG, "oci-layout is not a layout's JSON");
@@ -269,7 +306,7 @@ static int layout_top(ImageSource *s, char **ret_data, size_t *ret_size, char **
 
         r = read_file_at(s->layout_fd, "index.json", LAYOUT_INDEX_MAX_BYTES, &data, &size);
         if (r < 0)
-                return set_error_message(ret_error, r, "index.json: %s", strerror(-r));
+                return set_error_message(ret_error, r, "index.json: %s", read_error(r));
         r = oci_manifest_parse(data, size, NULL, &index, ret_error);
         if (r < 0)
                 return r;
@@ -296,7 +333,7 @@ static int layout_top(ImageSource *s, char **ret_data, size_t *ret_size, char **
         blob_path(&found->digest, path);
         r = read_file_at(s->layout_fd, path, OCI_MANIFEST_MAX_BYTES, &doc, &size);
         if (r < 0)
-                return set_error_message(ret_error, r == -ENOENT ? -EBADMSG : r, "%s: %s", path, strerror(-r));
+                return set_error_message(ret_error, r == -ENOENT ? -EBADMSG : r, "%s: %s", path, read_error(r));
         r = digest_buffer(doc, size, &d);
         if (r < 0)
                 return r;
@@ -317,17 +354,17 @@ static int layout_top(ImageSource *s, char **ret_data, size_t *ret_size, char **
 
 /* docker-archive */
 
-static int hash_file_at(int dir_fd, const char *path, Digest *ret, uint64_t *ret_size, bool *ret_gzip,
-                        bool *ret_zstd) {
+static int hash_file_at(int dir_fd, const char *path, const Cancel *cancel, Digest *ret, uint64_t *ret_size,
+                        bool *ret_gzip, bool *ret_zstd) {
         _cleanup_hasher_ Hasher *h = NULL;
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ uint8_t *buf = NULL;
         uint64_t size = 0;
         int r;
 
-        fd = openat(dir_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        fd = open_regular_at(dir_fd, path);
         if (fd < 0)
-                return -errno;
+                return fd;
         buf = malloc(READ_CHUNK_BYTES);
         if (!buf)
                 return -ENOMEM;
@@ -335,7 +372,11 @@ static int hash_file_at(int dir_fd, const char *path, Digest *ret, uint64_t *ret
         if (r < 0)
                 return r;
         for (;;) {
-                ssize_t k = read(fd, buf, READ_CHUNK_BYTES);
+                ssize_t k;
+
+                if (cancel_requested(cancel))
+                        return -ECANCELED;
+                k = read(fd, buf, READ_CHUNK_BYTES);
 
                 if (k < 0) {
                         if (errno == EINTR)
@@ -397,7 +438,7 @@ static int docker_archive_prepare(ImageSource *s, const ImageReference *ref, cha
 
         r = read_file_at(s->work_fd, "manifest.json", LAYOUT_INDEX_MAX_BYTES, &data, &size);
         if (r < 0)
-                return set_error_message(ret_error, r == -ENOENT ? -EBADMSG : r, "manifest.json: %s", strerror(-r));
+                return set_error_message(ret_error, r == -ENOENT ? -EBADMSG : r, "manifest.json: %s", read_error(r));
         list = json_tokener_parse(data);
         if (!list || !json_object_is_type(list, json_type_array))
                 return set_error_message(ret_error, -EBADMSG, "manifest.json is not a JSON array");
@@ -467,10 +508,11 @@ static int docker_archive_prepare(ImageSource *s, const ImageReference *ref, cha
                         return set_error_message(ret_error, -EBADMSG, "manifest.json names \"%s\", which is not a file of "
                                                  "the archive", strna(path));
                 }
-                r = hash_file_at(s->work_fd, path, &d, &fsize, &gzip, &zstd);
+                r = hash_file_at(s->work_fd, path, s->cancel, &d, &fsize, &gzip, &zstd);
                 if (r < 0) {
                         json_object_put(out_layers);
-                        return set_error_message(ret_error, r == -ENOENT ? -EBADMSG : r, "%s: %s", path, strerror(-r));
+                        return set_error_message(ret_error, r == -ENOENT ? -EBADMSG : r, "%s: %s", path,
+                                                 read_error(r));
                 }
                 r = add_file(s, path, &d);
                 if (r < 0) {
@@ -513,6 +555,7 @@ int image_source_open(const ImageReference *ref, const ImageSourceOptions *optio
                 return -ENOMEM;
         s->layout_fd = s->work_fd = -EBADF;
         s->transport = ref->transport;
+        s->cancel = options ? options->cancel : NULL;
         if (ref->tag) {
                 s->tag = strdup(ref->tag);
                 if (!s->tag)
@@ -529,6 +572,7 @@ int image_source_open(const ImageReference *ref, const ImageSourceOptions *optio
                         if (r < 0)
                                 return r;
                 }
+                registry_client_set_cancel(s->registry, s->cancel);
                 s->repository = strdup(ref->repository);
                 if (!s->repository)
                         return -ENOMEM;
@@ -554,7 +598,7 @@ int image_source_open(const ImageReference *ref, const ImageSourceOptions *optio
                         return -errno;
                 r = extract_archive(ref->path, s->work_fd,
                                     ref->transport == IMAGE_TRANSPORT_OCI_ARCHIVE ? oci_archive_name : docker_archive_name,
-                                    ret_error);
+                                    s->cancel, ret_error);
                 if (r < 0)
                         return r;
                 if (ref->transport == IMAGE_TRANSPORT_OCI_ARCHIVE) {
@@ -613,7 +657,7 @@ int image_source_get_document(ImageSource *s, const Digest *digest, char **ret_d
                 blob_path(digest, path);
                 r = read_file_at(s->layout_fd, path, OCI_MANIFEST_MAX_BYTES, &data, &size);
                 if (r < 0)
-                        return set_error_message(ret_error, r, "%s: %s", path, strerror(-r));
+                        return set_error_message(ret_error, r, "%s: %s", path, read_error(r));
                 r = digest_buffer(data, size, &d);
                 if (r < 0)
                         return r;
@@ -640,11 +684,12 @@ int image_source_get_blob(ImageSource *s, const OciDescriptor *d, registry_sink_
         case IMAGE_TRANSPORT_DOCKER_ARCHIVE:
                 for (size_t i = 0; i < s->n_files; i++)
                         if (digest_equal(&s->files[i].digest, &d->digest))
-                                return stream_file_at(s->work_fd, s->files[i].path, d->size, sink, userdata, ret_error);
+                                return stream_file_at(s->work_fd, s->files[i].path, d->size, s->cancel, sink,
+                                                      userdata, ret_error);
                 return set_error_message(ret_error, -ENOENT, "no blob %s in the archive", digest_to_string(&d->digest, buf));
 
         default:
                 blob_path(&d->digest, path);
-                return stream_file_at(s->layout_fd, path, d->size, sink, userdata, ret_error);
+                return stream_file_at(s->layout_fd, path, d->size, s->cancel, sink, userdata, ret_error);
         }
 }

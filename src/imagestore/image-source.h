@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cancel.h"
 #include "digest.h"
 #include "oci-util.h"
 #include "registry.h"
@@ -26,6 +27,7 @@ typedef struct ImageSourceOptions {
         bool plain_http;       /* registry: HTTP instead of HTTPS */
         const char *ca_file;   /* registry: CA bundle, NULL for the system's */
         const char *work_dir;  /* archives: an empty directory to extract into; removed by free */
+        const Cancel *cancel;  /* asked during transfers and extraction; must outlive the source */
 } ImageSourceOptions;
 
 int image_source_open(const ImageReference *ref, const ImageSourceOptions *options, ImageSource **ret,

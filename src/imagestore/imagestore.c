@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc-util.h"
@@ -141,6 +142,23 @@ ImageStore *image_store_free(ImageStore *is) {
 
 /* Layers in flight */
 
+/* Waits on layer_done (under is->lock) for a while: long enough not to spin, short enough that a
+ * cancel is seen at once. -ECANCELED when cancel says so. */
+static int wait_layer_done(ImageStore *is, const Cancel *cancel) {
+        struct timespec until;
+
+        if (cancel_requested(cancel))
+                return -ECANCELED;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+        }
+        (void) pthread_cond_timedwait(&is->layer_done, &is->lock, &until);
+        return 0;
+}
+
 static bool in_flight(ImageStore *is, const Digest *diff_id) {
         for (InFlight *f = is->in_flight; f; f = f->next)
                 if (digest_equal(&f->diff_id, diff_id))
@@ -155,7 +173,7 @@ static bool in_flight(ImageStore *is, const Digest *diff_id) {
  * recording it) is not trusted, nor are numbers taken from anywhere but a record: such a layer is
  * unpacked again and its ToC replaced.
  */
-static int layer_claim(ImageStore *is, const Digest *diff_id, LayerInfo *ret) {
+static int layer_claim(ImageStore *is, const Digest *diff_id, const Cancel *cancel, LayerInfo *ret) {
         InFlight *f;
         int r;
 
@@ -183,7 +201,9 @@ static int layer_claim(ImageStore *is, const Digest *diff_id, LayerInfo *ret) {
                         r = 0;
                         break;
                 }
-                pthread_cond_wait(&is->layer_done, &is->lock);
+                r = wait_layer_done(is, cancel);
+                if (r < 0)
+                        break;
         }
         pthread_mutex_unlock(&is->lock);
         return r;
@@ -191,20 +211,24 @@ static int layer_claim(ImageStore *is, const Digest *diff_id, LayerInfo *ret) {
 
 /* Waits until no other pull works on key (a layer's diff_id, or a blob's digest), then takes it;
  * layer_release() gives it back. */
-static int flight_enter(ImageStore *is, const Digest *key) {
-        InFlight *f;
+static int flight_enter(ImageStore *is, const Digest *key, const Cancel *cancel) {
+        InFlight *f = NULL;
+        int r = 0;
 
         pthread_mutex_lock(&is->lock);
-        while (in_flight(is, key))
-                pthread_cond_wait(&is->layer_done, &is->lock);
-        f = new0(InFlight, 1);
-        if (f) {
-                f->diff_id = *key;
-                f->next = is->in_flight;
-                is->in_flight = f;
+        while (r >= 0 && in_flight(is, key))
+                r = wait_layer_done(is, cancel);
+        if (r >= 0) {
+                f = new0(InFlight, 1);
+                if (f) {
+                        f->diff_id = *key;
+                        f->next = is->in_flight;
+                        is->in_flight = f;
+                } else
+                        r = -ENOMEM;
         }
         pthread_mutex_unlock(&is->lock);
-        return f ? 0 : -ENOMEM;
+        return r;
 }
 
 static bool layer_blob_known(ImageStore *is, const Digest *diff_id, const LayerBlob *b) {
@@ -232,11 +256,35 @@ static void layer_release(ImageStore *is, const Digest *diff_id) {
         pthread_mutex_unlock(&is->lock);
 }
 
+/* Pulls hold the store shared, GC exclusively; either waits for the other, but not past cancel. */
+static int store_lock(ImageStore *is, bool exclusive, const Cancel *cancel) {
+        for (;;) {
+                struct timespec until;
+                int r;
+
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += 200 * 1000 * 1000;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+                r = exclusive ? pthread_rwlock_timedwrlock(&is->gc_lock, &until)
+                              : pthread_rwlock_timedrdlock(&is->gc_lock, &until);
+                if (r == 0)
+                        return 0;
+                if (r != ETIMEDOUT)
+                        return -r;
+                if (cancel_requested(cancel))
+                        return -ECANCELED;
+        }
+}
+
 /* Pulling */
 
 typedef struct Pull {
         ImageStore *is;
         ImageSource *source;
+        const Cancel *cancel;
         pull_progress_t progress;
         void *userdata;
         PullProgress p;
@@ -261,6 +309,8 @@ static int blob_sink(const void *data, size_t size, void *userdata) {
         r = store_writer_write(b->writer, data, size);
         if (r < 0)
                 return r;
+        if (cancel_requested(pull->cancel))
+                return -ECANCELED;
         if (!pull->p.layer)
                 return 0;
         pull->p.layer_done_bytes += size;
@@ -333,7 +383,7 @@ static int verify_blob(Pull *pull, const OciDescriptor *d, const Digest *diff_id
         int r;
 
         /* One pull per blob: another may be verifying the same one. */
-        r = flight_enter(pull->is, &d->digest);
+        r = flight_enter(pull->is, &d->digest, pull->cancel);
         if (r < 0)
                 return r;
         if (layer_blob_known(pull->is, diff_id, blob)) {
@@ -347,7 +397,7 @@ static int verify_blob(Pull *pull, const OciDescriptor *d, const Digest *diff_id
         if (r < 0)
                 goto finish;
         blob_fd = store_open_item(pull->is->store, STORE_BLOB, &d->digest);
-        r = blob_fd < 0 ? blob_fd : layer_diff_id(blob_fd, d->compression, &content, ret_error);
+        r = blob_fd < 0 ? blob_fd : layer_diff_id(blob_fd, d->compression, pull->cancel, &content, ret_error);
         if (r >= 0 && !digest_equal(&content, diff_id))
                 r = set_error_message(ret_error, -EBADMSG, "layer %s: its content has digest %s, the config says %s",
                                       digest_to_string(&d->digest, name), digest_to_string(&content, got),
@@ -407,7 +457,7 @@ static int pull_layer(Pull *pull, const OciDescriptor *d, const Digest *diff_id,
         pull->p.layer_done_bytes = 0;
         pull->p.layer_total_bytes = d->size;
 
-        r = layer_claim(pull->is, diff_id, &info);
+        r = layer_claim(pull->is, diff_id, pull->cancel, &info);
         if (r < 0)
                 return r;
         if (r > 0)
@@ -429,7 +479,8 @@ static int pull_layer(Pull *pull, const OciDescriptor *d, const Digest *diff_id,
                 r = blob_fd;
                 goto finish;
         }
-        r = layer_unpack(pull->is->store, blob_fd, d->compression, &toc_data, &toc_size, &stats, ret_error);
+        r = layer_unpack(pull->is->store, blob_fd, d->compression, pull->cancel, &toc_data, &toc_size, &stats,
+                         ret_error);
         if (r < 0)
                 goto finish;
         if (!digest_equal(&stats.diff_id, diff_id)) {
@@ -569,6 +620,8 @@ static int pull_image(Pull *pull, const ImageReference *ref, const PullOptions *
                 return -ENOMEM;
         pull->p.layers_total = (unsigned) m->n_layers;
         for (size_t i = 0; i < m->n_layers; i++) {
+                if (cancel_requested(pull->cancel))
+                        return set_error_message(ret_error, -ECANCELED, "cancelled");
                 rec->n_layers++;
                 r = pull_layer(pull, &m->layers[i], &config->diff_ids[i], &rec->layers[i], ret_error);
                 if (r < 0)
@@ -583,8 +636,8 @@ int image_store_pull(ImageStore *is, const PullOptions *o, pull_progress_t progr
         _cleanup_image_reference_ ImageReference *ref = NULL;
         _cleanup_image_record_ ImageRecord *rec = NULL, *copy = NULL;
         _cleanup_free_ char *work = NULL;
-        ImageSourceOptions so = { .plain_http = o->plain_http, .ca_file = o->ca_file };
-        Pull pull = { .is = is, .progress = progress, .userdata = userdata };
+        ImageSourceOptions so = { .plain_http = o->plain_http, .ca_file = o->ca_file, .cancel = o->cancel };
+        Pull pull = { .is = is, .cancel = o->cancel, .progress = progress, .userdata = userdata };
         int r;
 
         r = image_reference_parse(o->source, &ref);
@@ -608,7 +661,9 @@ int image_store_pull(ImageStore *is, const PullOptions *o, pull_progress_t progr
         if (!rec->source)
                 return -ENOMEM;
 
-        pthread_rwlock_rdlock(&is->gc_lock);
+        r = store_lock(is, false, o->cancel);
+        if (r < 0)
+                return set_error_message(ret_error, r, "cancelled while garbage collection ran");
         if (ref->transport == IMAGE_TRANSPORT_OCI_ARCHIVE || ref->transport == IMAGE_TRANSPORT_DOCKER_ARCHIVE) {
                 /* Archives are extracted below tmp/, which the next store_open() empties. */
                 work = strjoin(store_root(is->store), "/tmp/pull.XXXXXX");
@@ -925,12 +980,14 @@ static int forget_layers(ImageStore *is, const DigestSet *live) {
         return r;
 }
 
-int image_store_gc(ImageStore *is, bool dry_run, GcStats *ret, char **ret_error) {
+int image_store_gc(ImageStore *is, bool dry_run, const Cancel *cancel, GcStats *ret, char **ret_error) {
         _cleanup_(digest_set_done) DigestSet blobs = {}, layers = {}, objects = {};
         GcStats stats = {};
         int r = 0;
 
-        pthread_rwlock_wrlock(&is->gc_lock);
+        r = store_lock(is, true, cancel);
+        if (r < 0)
+                return set_error_message(ret_error, r, "cancelled while waiting for the pulls in flight");
         pthread_mutex_lock(&is->lock);
         for (size_t i = 0; r >= 0 && i < is->db.n_images; i++) {
                 const ImageRecord *img = is->db.images[i];

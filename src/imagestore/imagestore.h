@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cancel.h"
 #include "digest.h"
 #include "image-db.h"
 #include "oci-util.h"
@@ -53,6 +54,9 @@ typedef struct PullOptions {
         const OciPlatform *platform; /* NULL: this host's */
         bool plain_http;
         const char *ca_file;
+        /* Asked between pieces of work, also while waiting for another pull or for GC: the pull
+         * ends with -ECANCELED (and leaves no image) soon after it says so. */
+        const Cancel *cancel;
 } PullOptions;
 
 int image_store_pull(ImageStore *is, const PullOptions *o, pull_progress_t progress, void *userdata,
@@ -70,7 +74,8 @@ typedef struct GcStats {
         uint64_t blobs_removed, layers_removed, objects_removed, freed_bytes;
 } GcStats;
 
-int image_store_gc(ImageStore *is, bool dry_run, GcStats *ret, char **ret_error);
+/* cancel (optional) is asked while GC waits for the pulls in flight to finish. */
+int image_store_gc(ImageStore *is, bool dry_run, const Cancel *cancel, GcStats *ret, char **ret_error);
 
 /* A layer's record (without its blobs); -ENOENT if the store has none. */
 int image_store_layer(ImageStore *is, const Digest *diff_id, LayerInfo *ret);

@@ -137,8 +137,8 @@ static int normalize_name(const char *raw, char **ret) {
         return 0;
 }
 
-static int copy_content(struct archive *tar, Store *s, uint64_t size, uint32_t chunk_size, TocContent *ret,
-                        uint64_t *new_objects, uint8_t *buffer) {
+static int copy_content(struct archive *tar, Store *s, uint64_t size, uint32_t chunk_size, const Cancel *cancel,
+                        TocContent *ret, uint64_t *new_objects, uint8_t *buffer) {
         _cleanup_store_writer_ StoreWriter *w = NULL;
         _cleanup_hasher_ Hasher *chunk = NULL;
         uint64_t done = 0, in_chunk = 0;
@@ -159,9 +159,14 @@ static int copy_content(struct archive *tar, Store *s, uint64_t size, uint32_t c
         }
 
         while (done < size) {
-                la_ssize_t n = archive_read_data(tar, buffer, UNPACK_BUFFER_BYTES);
+                la_ssize_t n;
                 size_t off = 0;
 
+                if (cancel_requested(cancel)) {
+                        r = -ECANCELED;
+                        goto fail;
+                }
+                n = archive_read_data(tar, buffer, UNPACK_BUFFER_BYTES);
                 if (n < 0) {
                         r = -EBADMSG;
                         goto fail;
@@ -208,8 +213,8 @@ fail:
         return r;
 }
 
-int layer_unpack(Store *s, int blob_fd, OciCompression compression, void **ret_toc, size_t *ret_toc_size,
-                 LayerStats *ret, char **ret_error) {
+int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel *cancel, void **ret_toc,
+                 size_t *ret_toc_size, LayerStats *ret, char **ret_error) {
         _cleanup_(toc_writer_freep) TocWriter *toc = NULL;
         _cleanup_free_ void *toc_data = NULL;
         _cleanup_toc_ Toc *t = NULL;
@@ -269,6 +274,10 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, void **ret_t
 
                 if (++n_entries > LAYER_ENTRIES_MAX) {
                         r = set_error_message(ret_error, -E2BIG, "layer has more than %u entries", LAYER_ENTRIES_MAX);
+                        goto finish;
+                }
+                if (cancel_requested(cancel)) {
+                        r = set_error_message(ret_error, -ECANCELED, "cancelled");
                         goto finish;
                 }
                 r = normalize_name(archive_entry_pathname(e), &path);
@@ -343,8 +352,12 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, void **ret_t
                         case AE_IFREG:
                                 spec.type = TOC_TYPE_REGULAR;
                                 spec.size = (uint64_t) archive_entry_size(e);
-                                r = copy_content(tar, s, spec.size, TOC_CHUNK_SIZE_DEFAULT, &spec.content,
+                                r = copy_content(tar, s, spec.size, TOC_CHUNK_SIZE_DEFAULT, cancel, &spec.content,
                                                  &stats.new_objects, content_buffer);
+                                if (r == -ECANCELED) {
+                                        r = set_error_message(ret_error, r, "cancelled");
+                                        goto finish;
+                                }
                                 if (r < 0) {
                                         r = set_error_message(ret_error, st.error ?: r, "layer entry \"%s\": %s",
                                                               archive_entry_pathname(e),
@@ -448,7 +461,7 @@ finish:
         return r;
 }
 
-int layer_diff_id(int blob_fd, OciCompression compression, Digest *ret, char **ret_error) {
+int layer_diff_id(int blob_fd, OciCompression compression, const Cancel *cancel, Digest *ret, char **ret_error) {
         _cleanup_hasher_ Hasher *hasher = NULL;
         _cleanup_free_ uint8_t *buffer = NULL;
         struct archive *a = NULL;
@@ -466,8 +479,13 @@ int layer_diff_id(int blob_fd, OciCompression compression, Digest *ret, char **r
                                          compression == OCI_COMPRESSION_GZIP ? "gzip-compressed" :
                                          compression == OCI_COMPRESSION_ZSTD ? "zstd-compressed" : "readable");
         for (;;) {
-                la_ssize_t n = archive_read_data(a, buffer, UNPACK_BUFFER_BYTES);
+                la_ssize_t n;
 
+                if (cancel_requested(cancel)) {
+                        r = set_error_message(ret_error, -ECANCELED, "cancelled");
+                        break;
+                }
+                n = archive_read_data(a, buffer, UNPACK_BUFFER_BYTES);
                 if (n < 0) {
                         r = set_error_message(ret_error, -EBADMSG, "layer: %s", archive_error_string(a));
                         break;

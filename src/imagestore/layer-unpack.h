@@ -9,11 +9,13 @@
  * in the ToC, so "../", absolute names and symlinks that point anywhere cannot write outside the
  * store. What the layer's tar may not contain is refused with -EBADMSG and a message naming the
  * entry: names with ".." components or NUL, names longer than the ToC allows, hard links to
- * entries that are not in the layer, headers beyond the limits below.
+ * entries that are not in the layer, headers beyond the limits below. Both functions stop with
+ * -ECANCELED between two reads when cancel says so.
  */
 
 #include <stdint.h>
 
+#include "cancel.h"
 #include "digest.h"
 #include "oci-util.h"
 #include "store.h"
@@ -33,8 +35,8 @@ typedef struct LayerStats {
  * in s and returns its ToC (malloc'ed) in *ret_toc. The caller compares ret->diff_id with the image
  * config's and publishes the ToC.
  */
-int layer_unpack(Store *s, int blob_fd, OciCompression compression, void **ret_toc, size_t *ret_toc_size,
-                 LayerStats *ret, char **ret_error);
+int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel *cancel, void **ret_toc,
+                 size_t *ret_toc_size, LayerStats *ret, char **ret_error);
 
 /* The diff_id of a layer blob (decompressed as given and hashed, not unpacked). */
-int layer_diff_id(int blob_fd, OciCompression compression, Digest *ret, char **ret_error);
+int layer_diff_id(int blob_fd, OciCompression compression, const Cancel *cancel, Digest *ret, char **ret_error);

@@ -31,6 +31,7 @@ struct RegistryClient {
         CURL *curl;
         char *base; /* "https://host:port" */
         char *ca_file;
+        const Cancel *cancel;
         char *token;
         char *token_repository;
 };
@@ -179,6 +180,13 @@ static const char *error_excerpt(Request *q) {
         return q->error_body;
 }
 
+/* curl calls this about once a second while a transfer stalls, more often while data flows. */
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+        RegistryClient *c = userdata;
+
+        return cancel_requested(c->cancel) ? 1 : 0;
+}
+
 static int perform(RegistryClient *c, Request *q, const char *url, const char *accept, bool with_token,
                    char **ret_error) {
         struct curl_slist *headers = NULL;
@@ -218,9 +226,16 @@ static int perform(RegistryClient *c, Request *q, const char *url, const char *a
         (void) curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, curl_message);
         if (c->ca_file)
                 (void) curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
+        if (c->cancel) {
+                (void) curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+                (void) curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
+                (void) curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+        }
 
         code = curl_easy_perform(c->curl);
         curl_slist_free_all(headers);
+        if (code == CURLE_ABORTED_BY_CALLBACK)
+                return set_error_message(ret_error, -ECANCELED, "cancelled");
 
         if (code == CURLE_WRITE_ERROR && q->error < 0)
                 return set_error_message(ret_error, q->error, "%s: %s", url,
@@ -323,6 +338,10 @@ static int get(RegistryClient *c, Request *q, const char *repository, const char
         if (!status_ok(q->status))
                 return status_error(q, url, ret_error);
         return 0;
+}
+
+void registry_client_set_cancel(RegistryClient *c, const Cancel *cancel) {
+        c->cancel = cancel;
 }
 
 int registry_client_new(const char *host, bool plain_http, RegistryClient **ret) {

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cancel.h"
 #include "digest.h"
 
 typedef struct RegistryClient RegistryClient;
@@ -30,6 +31,9 @@ static inline void registry_client_freep(RegistryClient **c) {
 
 /* CA bundle for HTTPS (tests use their own); NULL: the system's. */
 int registry_client_set_ca_file(RegistryClient *c, const char *path);
+/* Asked at least once a second during every transfer (also a stalled one): when it says so, the
+ * transfer stops and the call fails with -ECANCELED. c keeps the pointer. */
+void registry_client_set_cancel(RegistryClient *c, const Cancel *cancel);
 
 /*
  * Fetches a manifest or index by tag or by digest ("sha256:..."). A manifest fetched by digest is

@@ -155,11 +155,20 @@ int store_has(Store *s, StoreKind kind, const Digest *d) {
 
 int store_open_item(Store *s, StoreKind kind, const Digest *d) {
         char name[3 + DIGEST_HEX_LEN + 1];
-        int fd;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
 
         item_name(d, name);
-        fd = openat(s->kind_fd[kind], name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        return fd < 0 ? -errno : fd;
+        /* O_NONBLOCK: anything but a regular file there is damage, refused rather than waited on
+         * (a FIFO would block the open until someone writes to it). */
+        fd = openat(s->kind_fd[kind], name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EUCLEAN;
+        return TAKE_FD(fd);
 }
 
 int store_remove_item(Store *s, StoreKind kind, const Digest *d) {

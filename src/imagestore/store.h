@@ -55,7 +55,7 @@ int store_list(Store *s, StoreKind kind, Digest **ret, size_t *ret_n);
 
 /* 1 if present, 0 if not. */
 int store_has(Store *s, StoreKind kind, const Digest *d);
-/* A read-only fd of the item; -ENOENT if absent. */
+/* A read-only fd of the item; -ENOENT if absent, -EUCLEAN if it is not a regular file. */
 int store_open_item(Store *s, StoreKind kind, const Digest *d);
 /* Removes the item; 0 if it was not there. */
 int store_remove_item(Store *s, StoreKind kind, const Digest *d);

@@ -11,13 +11,29 @@
 #include "relay.h"
 #include "rpc-proto.h"
 #include "string-util.h"
+#include "time-util.h"
 
 #define SERVICE "/tonari.relay.v1.Relay/"
 
 
 typedef struct PullCall {
         RpcCall *call;
+        usec_t checked;
+        bool cancelled;
 } PullCall;
+
+/* Whether the client is gone (or the relay shuts down): asked between pieces of a pull's work, so
+ * at most every 50 ms of it asks the rpc layer. */
+static bool call_cancelled(void *userdata) {
+        PullCall *pc = userdata;
+        usec_t t = now(CLOCK_MONOTONIC);
+
+        if (!pc->cancelled && t - pc->checked >= 50 * USEC_PER_MSEC) {
+                pc->checked = t;
+                pc->cancelled = rpc_call_cancelled(pc->call);
+        }
+        return pc->cancelled;
+}
 
 static int pull_progress(const PullProgress *p, void *userdata) {
         PullCall *pc = userdata;
@@ -52,7 +68,8 @@ static int handle_pull(RpcCall *call, const void *data, size_t size, void *userd
         _cleanup_free_ char *err = NULL;
         OciPlatform platform = {};
         PullCall pc = { .call = call };
-        PullOptions o = {};
+        Cancel cancel = { .cancelled = call_cancelled, .userdata = &pc };
+        PullOptions o = { .cancel = &cancel };
         int r;
 
         _cleanup_proto_ Tonari__Relay__V1__PullRequest *req = NULL;
@@ -199,6 +216,8 @@ static int handle_gc(RpcCall *call, const void *data, size_t size, void *userdat
         Relay *relay = userdata;
         Tonari__Relay__V1__GCResponse m = TONARI__RELAY__V1__GCRESPONSE__INIT;
         _cleanup_free_ char *err = NULL;
+        PullCall pc = { .call = call };
+        Cancel cancel = { .cancelled = call_cancelled, .userdata = &pc };
         GcStats s;
         int r;
 
@@ -207,7 +226,7 @@ static int handle_gc(RpcCall *call, const void *data, size_t size, void *userdat
         r = rpc_call_unpack(call, &tonari__relay__v1__gcrequest__descriptor, data, size, (ProtobufCMessage **) &req);
         if (r < 0)
                 return r;
-        r = image_store_gc(relay->store, req->dry_run, &s, &err);
+        r = image_store_gc(relay->store, req->dry_run, &cancel, &s, &err);
         if (r < 0) {
                 rpc_call_set_error(call, "%s", err ?: strerror(-r));
                 return r;

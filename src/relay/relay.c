@@ -8,8 +8,12 @@
 #include "log.h"
 #include "relay.h"
 
-/* A restart stops within this: calls in flight get this long to finish, then are cancelled. */
+/* A restart stops within these: calls in flight get this long to finish, then are cancelled; a
+ * cancelled call's work stops within a piece of it (a read, a tar entry, a second of a stalled
+ * transfer), and one that has not after the second bound is left behind by exiting. 10 s in all,
+ * well within systemd's default stop timeout of 90 s. */
 #define RELAY_SHUTDOWN_GRACE_USEC (5 * USEC_PER_SEC)
+#define RELAY_SHUTDOWN_CANCEL_USEC (5 * USEC_PER_SEC)
 
 int relay_new(const RelayConfig *c, Relay **ret) {
         Relay *r = new0(Relay, 1);
@@ -62,9 +66,8 @@ int relay_start(Relay *r) {
         return 0;
 }
 
-void relay_stop(Relay *r) {
-        if (r->server)
-                rpc_server_shutdown(r->server, RELAY_SHUTDOWN_GRACE_USEC);
+int relay_stop(Relay *r) {
+        return r->server ? rpc_server_shutdown(r->server, RELAY_SHUTDOWN_GRACE_USEC, RELAY_SHUTDOWN_CANCEL_USEC) : 0;
 }
 
 Relay *relay_free(Relay *r) {

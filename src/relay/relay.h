@@ -46,7 +46,9 @@ typedef struct Relay {
 int relay_new(const RelayConfig *c, Relay **ret);
 /* Opens the store, registers the methods, listens, starts serving. */
 int relay_start(Relay *r);
-void relay_stop(Relay *r);
+/* Ends the calls in flight within a bound; -ETIMEDOUT when a call's work would not stop: the relay
+ * is then still in use, must not be freed, and the process should exit. */
+int relay_stop(Relay *r);
 Relay *relay_free(Relay *r);
 static inline void relay_freep(Relay **r) {
         relay_free(*r);

@@ -65,7 +65,7 @@ struct RpcServer {
         pthread_t *workers;
         unsigned n_workers;  /* running; fewer than threads if rpc_server_start() failed */
         bool acceptor_running;
-        bool started, shutdown_started, stopped, cq_shut;
+        bool started, shutdown_started, shutdown_requested, stopped, cq_shut;
 
         pthread_mutex_t lock;
         pthread_cond_t changed;
@@ -661,50 +661,71 @@ static void drain(RpcServer *s, bool queue_end) {
         }
 }
 
-/* Until all dispatched calls are finished; after grace, cancels them. */
-static void wait_for_calls(RpcServer *s, usec_t grace) {
+static struct timespec deadline_after(usec_t t) {
         struct timespec until;
-        bool timed_out = false;
 
         clock_gettime(CLOCK_REALTIME, &until);
-        if (grace != USEC_INFINITY) {
-                until.tv_sec += (time_t) (grace / USEC_PER_SEC);
-                until.tv_nsec += (long) (grace % USEC_PER_SEC) * 1000L;
-                if (until.tv_nsec >= 1000000000L) {
-                        until.tv_sec++;
-                        until.tv_nsec -= 1000000000L;
-                }
+        until.tv_sec += (time_t) (t / USEC_PER_SEC);
+        until.tv_nsec += (long) (t % USEC_PER_SEC) * 1000L;
+        if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
         }
-        pthread_mutex_lock(&s->lock);
-        while (!s->shutdown_notified || s->active > 0) {
-                if (!timed_out && grace != USEC_INFINITY &&
-                    pthread_cond_timedwait(&s->changed, &s->lock, &until) == ETIMEDOUT) {
-                        timed_out = true;
-                        pthread_mutex_unlock(&s->lock);
-                        /* Their sends fail now; handlers that send, or look at
-                         * rpc_call_cancelled(), return. */
-                        grpc_server_cancel_all_calls(s->server);
-                        pthread_mutex_lock(&s->lock);
-                        continue;
-                }
-                if (timed_out || grace == USEC_INFINITY)
-                        pthread_cond_wait(&s->changed, &s->lock);
-        }
-        pthread_mutex_unlock(&s->lock);
+        return until;
 }
 
-void rpc_server_shutdown(RpcServer *s, usec_t grace) {
+/* Until all dispatched calls are finished; after grace, cancels them, and after cancel_wait more
+ * gives up (-ETIMEDOUT). */
+static int wait_for_calls(RpcServer *s, usec_t grace, usec_t cancel_wait) {
+        struct timespec until = deadline_after(grace == USEC_INFINITY ? 0 : grace);
+        bool cancelled = false;
+        int r = 0;
+
+        pthread_mutex_lock(&s->lock);
+        while (!s->shutdown_notified || s->active > 0) {
+                usec_t limit = cancelled ? cancel_wait : grace;
+
+                if (limit == USEC_INFINITY) {
+                        pthread_cond_wait(&s->changed, &s->lock);
+                        continue;
+                }
+                if (pthread_cond_timedwait(&s->changed, &s->lock, &until) != ETIMEDOUT)
+                        continue;
+                if (cancelled) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                cancelled = true;
+                pthread_mutex_unlock(&s->lock);
+                /* Their sends fail now; handlers that send, or look at rpc_call_cancelled(),
+                 * return. */
+                grpc_server_cancel_all_calls(s->server);
+                pthread_mutex_lock(&s->lock);
+                until = deadline_after(cancel_wait == USEC_INFINITY ? 0 : cancel_wait);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+int rpc_server_shutdown(RpcServer *s, usec_t grace, usec_t cancel_wait) {
+        int r;
+
         if (s->stopped)
-                return;
+                return 0;
 
         pthread_mutex_lock(&s->lock);
         s->shutdown_started = true;
         pthread_mutex_unlock(&s->lock);
-        grpc_server_shutdown_and_notify(s->server, s->cq, &shutdown_tag);
+        if (!s->shutdown_requested) {
+                grpc_server_shutdown_and_notify(s->server, s->cq, &shutdown_tag);
+                s->shutdown_requested = true;
+        }
 
-        if (s->acceptor_running)
-                wait_for_calls(s, grace);
-        else {
+        if (s->acceptor_running) {
+                r = wait_for_calls(s, grace, cancel_wait);
+                if (r < 0)
+                        return r; /* handlers still run on the workers: nothing below may go */
+        } else {
                 /* Never started, or rpc_server_start() failed half way: nothing was dispatched. */
                 grpc_server_cancel_all_calls(s->server);
                 drain(s, false);
@@ -724,12 +745,13 @@ void rpc_server_shutdown(RpcServer *s, usec_t grace) {
                 pthread_join(s->acceptor, NULL);
         }
         s->stopped = true;
+        return 0;
 }
 
 RpcServer *rpc_server_free(RpcServer *s) {
         if (!s)
                 return NULL;
-        rpc_server_shutdown(s, 0);
+        (void) rpc_server_shutdown(s, 0, USEC_INFINITY);
         grpc_server_destroy(s->server);
         if (!s->cq_shut) {
                 grpc_completion_queue_shutdown(s->cq);

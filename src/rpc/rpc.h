@@ -82,9 +82,12 @@ int rpc_server_listen(RpcServer *s, const char *address, unsigned unix_mode, int
 int rpc_server_start(RpcServer *s);
 /*
  * Stops accepting calls, lets running ones finish for up to grace, then cancels them (their sends
- * fail with -ECANCELED) and waits until every handler has returned.
+ * fail with -ECANCELED, rpc_call_cancelled() says true) and waits up to cancel_wait for every
+ * handler to return. 0 when all did; -ETIMEDOUT when some handler still runs (one that blocks
+ * somewhere that never looks at its call): the server is then still in use and must not be freed,
+ * and the process should exit. USEC_INFINITY waits for as long as it takes.
  */
-void rpc_server_shutdown(RpcServer *s, usec_t grace);
+int rpc_server_shutdown(RpcServer *s, usec_t grace, usec_t cancel_wait);
 /* Shuts down (no grace) if needed, and frees. */
 RpcServer *rpc_server_free(RpcServer *s);
 static inline void rpc_server_freep(RpcServer **s) {

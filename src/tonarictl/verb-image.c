@@ -385,7 +385,8 @@ static int image_toc(int argc, char *argv[]) {
         _cleanup_toc_ Toc *t = NULL;
         int r;
 
-        fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO is refused by toc_open_fd() instead of waited on. */
+        fd = open(argv[1], O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
                 return log_error_errno(errno, "Failed to open '%s': %m", argv[1]);
         r = toc_open_fd(fd, &t);

@@ -155,7 +155,7 @@ int main(int argc, char *argv[]) {
         } else if (streq(argv[1], "gc")) {
                 GcStats s;
 
-                r = image_store_gc(is, argc > 3 && streq(argv[3], "--dry-run"), &s, &err);
+                r = image_store_gc(is, argc > 3 && streq(argv[3], "--dry-run"), NULL, &s, &err);
                 if (r < 0)
                         return fail(r, "gc", err);
                 printf("blobs %" PRIu64 " layers %" PRIu64 " objects %" PRIu64 " bytes %" PRIu64 "\n", s.blobs_removed,

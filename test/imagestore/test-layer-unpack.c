@@ -128,7 +128,7 @@ static int unpack(const Tar *t, LayerStats *stats, Toc **ret, char **ret_error) 
         ck_assert_int_eq(write(blob_fd, t->data, t->size), (ssize_t) t->size);
         ck_assert_int_eq(lseek(blob_fd, 0, SEEK_SET), 0);
 
-        r = layer_unpack(s, blob_fd, OCI_COMPRESSION_NONE, &toc, &toc_size, stats, ret_error);
+        r = layer_unpack(s, blob_fd, OCI_COMPRESSION_NONE, NULL, &toc, &toc_size, stats, ret_error);
         if (r < 0)
                 return r;
         ck_assert_int_eq(toc_open_owned(toc, toc_size, ret), 0);

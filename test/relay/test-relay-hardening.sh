@@ -59,6 +59,9 @@ elif kind == "sized":
 elif kind == "slow":
         # 300 kB that the registry sends at 30 kB/s: a pull holds in this layer for ten seconds.
         add("slow", bytes((i * 7919) & 0xff for i in range(300000)))
+elif kind == "stall":
+        # The registry sends this blob's first bytes and then nothing: a pull holds in it.
+        add("stall", b"x" * 100000)
 elif kind == "big":
         # 10000 files: a ToC of about 1.5 MB, beyond the ToCMemoryMax=1M this test runs with.
         for d in range(100):
@@ -84,13 +87,16 @@ write_tar "$WORK/wide.tar" wide
 write_tar "$WORK/sized.tar" sized
 write_tar "$WORK/slow.tar" slow
 write_tar "$WORK/big.tar" big
+write_tar "$WORK/stall.tar" stall
+write_tar "$WORK/other.tar" other
+STALL=$(diff_id "$WORK/stall.tar")
 python3 "$here/make-layout.py" "$WORK/layout" wide "$WORK/wide.tar"
 WIDE=$(diff_id "$WORK/wide.tar")
 SLOW=$(diff_id "$WORK/slow.tar")
 
 # A registry serving the same layout, slow for the slow layer (uncompressed: its blob digest is
 # its diff_id).
-python3 "$here/slow-registry.py" "$WORK/layout" "$WORK/registry.port" --rate="$SLOW:30000" &
+python3 "$here/slow-registry.py" "$WORK/layout" "$WORK/registry.port" --rate="$SLOW:30000" --stall="$STALL" &
 echo $! >"$WORK/registry.pid"
 for _ in $(seq 50); do [[ -s $WORK/registry.port ]] && break; sleep 0.1; done
 REGISTRY=127.0.0.1:$(cat "$WORK/registry.port")
@@ -289,6 +295,84 @@ EOF
         out=$(ctl image pull "oci:$WORK/layout:gzipped" gzipped 2>&1)
         assert_match "present" "$out"
         ctl image remove present gzipped
+}
+
+testcase_files_that_are_not_files() {
+        local dir=$WORK/fifo-layout
+        # index.json a FIFO: refused at once (once: the pull, and then GC, hung until someone
+        # opened the FIFO).
+        mkdir -p "$dir/blobs/sha256"
+        echo '{"imageLayoutVersion": "1.0.0"}' >"$dir/oci-layout"
+        mkfifo "$dir/index.json"
+        assert_rc 2 timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "oci:$dir:x"
+        assert_match "index.json: not a regular file" "$(timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" \
+                image pull "oci:$dir:x" 2>&1 || true)"
+        # A blob of a layout a FIFO.
+        rm -rf "$dir"
+        python3 "$here/make-layout.py" "$dir" fifo "$WORK/other.tar"
+        rm "$dir/blobs/sha256/$(diff_id "$WORK/other.tar" | cut -d: -f2)"
+        mkfifo "$dir/blobs/sha256/$(diff_id "$WORK/other.tar" | cut -d: -f2)"
+        assert_rc 2 timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "oci:$dir:fifo"
+        # The archive itself a FIFO, for both kinds.
+        mkfifo "$WORK/fifo.tar"
+        assert_rc 2 timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "oci-archive:$WORK/fifo.tar:x"
+        assert_match "fifo.tar is not a regular file" "$(timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" \
+                image pull "oci-archive:$WORK/fifo.tar:x" 2>&1 || true)"
+        assert_rc 2 timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "docker-archive:$WORK/fifo.tar"
+        # A device is not an archive either.
+        assert_rc 2 timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "oci-archive:/dev/zero:x"
+        # Nothing waits: GC runs.
+        assert_match "Would remove" "$(timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image gc --dry-run)"
+        relay_alive
+        rm -rf "$dir" "$WORK/fifo.tar"
+}
+
+# pull_until_fetching IMAGE OUT: starts a pull of IMAGE from the registry (its stalled layer), prints
+# the client's PID once the relay fetches that layer.
+pull_until_fetching() {
+        local pid
+        "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull --plain-http "docker://$REGISTRY/tonari/$1:$1" "$1" \
+                >"$2" 2>&1 &
+        pid=$!
+        for _ in $(seq 100); do
+                grep -q "fetching" "$2" && break
+                sleep 0.1
+        done
+        grep -q "fetching" "$2"
+        echo "$pid"
+}
+
+testcase_a_client_that_leaves_cancels_its_pull() {
+        local pid
+        python3 "$here/make-layout.py" "$WORK/layout" stall "$WORK/stall.tar"
+        pid=$(pull_until_fetching stall "$WORK/stall.out")
+        kill -9 "$pid"
+        # The pull ends (and GC, which waits for pulls in flight, gets its turn) at once, not when
+        # the registry's connection times out a minute later.
+        assert_match "Would remove" "$(timeout 10 "$TONARICTL" --relay="unix:$WORK/relay.sock" image gc --dry-run)"
+        for _ in $(seq 50); do
+                grep -q "Pull of 'docker://$REGISTRY/tonari/stall:stall' cancelled by the client" "$WORK/relay.log" && break
+                sleep 0.1
+        done
+        grep -q "Pull of 'docker://$REGISTRY/tonari/stall:stall' cancelled by the client" "$WORK/relay.log"
+        assert_eq "" "$(ctl --no-legend image list | grep '^stall ' || true)"
+        relay_alive
+}
+
+testcase_sigterm_during_a_stalled_pull() {
+        local pid relay start
+        python3 "$here/make-layout.py" "$WORK/layout" stall "$WORK/stall.tar"
+        pid=$(pull_until_fetching stall "$WORK/stall2.out")
+        relay=$(cat "$WORK/relay.pid")
+        start=$SECONDS
+        kill -TERM "$relay"
+        # 5 s of grace for calls in flight, then they are cancelled and the pull stops within a
+        # second (once: it waited for the registry, and on a FIFO forever).
+        timeout 15 tail --pid="$relay" -f /dev/null
+        assert_le $((SECONDS - start)) 12
+        rm -f "$WORK/relay.pid"
+        start_relay
+        assert_eq "" "$(ctl --no-legend image list | grep '^stall ' || true)"
 }
 
 # layer_numbers IMAGE: "unpacked entries" of each layer, one line each.

@@ -135,6 +135,16 @@ static int pieces(RpcCall *c, const void *req, size_t size, void *userdata) {
         return r;
 }
 
+static atomic_int stuck_running;
+
+/* Work that never looks at its call (a read that blocks, a library that does not return): the
+ * server's shutdown must be bounded anyway. */
+static int stuck(RpcCall *c, const void *req, size_t size, void *userdata) {
+        atomic_store(&stuck_running, 1);
+        sleep(3);
+        return rpc_call_reply(c, "late", 4);
+}
+
 static RpcServer *server(const char *address, unsigned threads, int *ret_port) {
         RpcOptions o = { .threads = threads };
         RpcServer *s = NULL;
@@ -147,6 +157,7 @@ static RpcServer *server(const char *address, unsigned threads, int *ret_port) {
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Pieces", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, pieces,
                                                NULL), 0);
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Sized", RPC_UNARY, 0, sized, NULL), 0);
+        ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Stuck", RPC_UNARY, RPC_METHOD_BLOCKING, stuck, NULL), 0);
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Misuse", RPC_UNARY, 0, misuse, NULL), 0);
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/ProtoEcho", RPC_UNARY, 0, proto_echo, NULL), 0);
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/ProtoPieces", RPC_SERVER_STREAM, 0, proto_pieces,
@@ -261,6 +272,7 @@ START_TEST(test_message_size) {
         ck_assert_int_eq(rpc_server_new(&two, &s), 0);
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Echo", RPC_UNARY, 0, echo, NULL), 0);
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Sized", RPC_UNARY, 0, sized, NULL), 0);
+        ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Stuck", RPC_UNARY, RPC_METHOD_BLOCKING, stuck, NULL), 0);
         ck_assert_int_eq(rpc_server_listen(s, a, 0600, NULL), 0);
         ck_assert_int_eq(rpc_server_start(s), 0);
 
@@ -653,7 +665,7 @@ START_TEST(test_shutdown_during_stream) {
 
         /* The client stops reading; the server must still stop within its grace. */
         start = now(CLOCK_MONOTONIC);
-        rpc_server_shutdown(s, 300 * USEC_PER_MSEC);
+        ck_assert_int_eq(rpc_server_shutdown(s, 300 * USEC_PER_MSEC, USEC_INFINITY), 0);
         ck_assert_uint_lt(now(CLOCK_MONOTONIC) - start, 3 * USEC_PER_SEC);
         ck_assert_int_eq(atomic_load(&stream_result), -ECANCELED);
 
@@ -661,6 +673,49 @@ START_TEST(test_shutdown_during_stream) {
         while ((r = rpc_stream_next(st, &msg, &size, &err)) > 0)
                 free(msg);
         ck_assert_int_lt(r, 0);
+}
+END_TEST
+
+typedef struct StuckCall {
+        RpcChannel *channel;
+        int result;
+} StuckCall;
+
+static void *call_stuck(void *userdata) {
+        StuckCall *call = userdata;
+        _cleanup_free_ char *err = NULL;
+        void *reply = NULL;
+        size_t size;
+
+        call->result = rpc_unary(call->channel, "/test.T/Stuck", "", 0, 60 * USEC_PER_SEC, &reply, &size, &err);
+        free(reply);
+        return NULL;
+}
+
+START_TEST(test_shutdown_bounded) {
+        _cleanup_free_ char *a = unix_address();
+        /* Not freed: a handler still runs when the shutdown gives up, as it says. */
+        static RpcServer *s;
+        StuckCall call = { .result = 1 };
+        pthread_t t;
+        usec_t start;
+
+        s = server(a, 2, NULL);
+        ck_assert_int_eq(rpc_channel_new(a, NULL, &call.channel), 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, call_stuck, &call), 0);
+        for (int i = 0; i < 500 && !atomic_load(&stuck_running); i++)
+                usleep(10 * 1000);
+        ck_assert(atomic_load(&stuck_running));
+
+        start = now(CLOCK_MONOTONIC);
+        ck_assert_int_eq(rpc_server_shutdown(s, 100 * USEC_PER_MSEC, 300 * USEC_PER_MSEC), -ETIMEDOUT);
+        ck_assert_uint_lt(now(CLOCK_MONOTONIC) - start, 1500 * USEC_PER_MSEC);
+        /* The client was told at the cancel (the server is going away: UNAVAILABLE), not when the
+         * handler ends. */
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_int_eq(call.result, -EAGAIN);
+        ck_assert_uint_lt(now(CLOCK_MONOTONIC) - start, 1500 * USEC_PER_MSEC);
+        rpc_channel_free(call.channel);
 }
 END_TEST
 
@@ -682,6 +737,7 @@ int main(void) {
         tcase_add_test(tc, test_slow_call_does_not_block);
         tcase_add_test(tc, test_blocking_threads_bounded);
         tcase_add_test(tc, test_shutdown_during_stream);
+        tcase_add_test(tc, test_shutdown_bounded);
         suite_add_tcase(s, tc);
         return run_suite(s);
 }
