@@ -396,13 +396,20 @@ bool rpc_call_cancelled(RpcCall *c) {
 }
 
 static void finish_call(RpcCall *c, int r) {
+        _cleanup_free_ char *bounded = NULL;
         grpc_op ops[4] = {};
         grpc_slice details;
         size_t n = 0;
-        char *msg;
+        const char *msg;
         int status = rpc_status_from_errno(r);
 
-        msg = status == RPC_STATUS_OK ? NULL : c->error ?: (char *) strerror(r < 0 ? -r : EIO);
+        msg = status == RPC_STATUS_OK ? NULL : c->error ?: strerror(r < 0 ? -r : EIO);
+        /* The one place status messages leave: bounded here, whatever a handler put in them (a
+         * path 5000 directories deep, say). */
+        if (msg) {
+                bounded = rpc_status_message_bound(msg, RPC_STATUS_MESSAGE_MAX);
+                msg = bounded ?: "(no memory for the message)";
+        }
         details = msg ? grpc_slice_from_copied_string(msg) : grpc_empty_slice();
 
         if (!c->metadata_sent)

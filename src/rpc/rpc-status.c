@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "rpc-status.h"
 
@@ -118,4 +121,31 @@ const char *rpc_status_to_string(int status, char buf[static 32]) {
                 return names[status];
         snprintf(buf, 32, "UNKNOWN(%d)", status);
         return buf;
+}
+
+static bool utf8_continuation(char c) {
+        return ((unsigned char) c & 0xc0) == 0x80;
+}
+
+char *rpc_status_message_bound(const char *message, size_t max) {
+        static const char ellipsis[] = "...";
+        size_t n = strlen(message), head, tail;
+        char *m;
+
+        if (n <= max || max < sizeof(ellipsis) + 1)
+                return n <= max ? strdup(message) : strndup(message, max);
+        /* A third of the room for the beginning, the rest for the end. */
+        head = (max - (sizeof(ellipsis) - 1)) / 3;
+        tail = max - (sizeof(ellipsis) - 1) - head;
+        while (head > 0 && utf8_continuation(message[head]))
+                head--;
+        while (tail > 0 && utf8_continuation(message[n - tail]))
+                tail--;
+        m = malloc(head + sizeof(ellipsis) - 1 + tail + 1);
+        if (!m)
+                return NULL;
+        memcpy(m, message, head);
+        memcpy(m + head, ellipsis, sizeof(ellipsis) - 1);
+        memcpy(m + head + sizeof(ellipsis) - 1, message + n - tail, tail + 1);
+        return m;
 }

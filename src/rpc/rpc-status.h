@@ -51,6 +51,21 @@
 #define RPC_STATUS_DATA_LOSS 15
 #define RPC_STATUS_UNAUTHENTICATED 16
 
+/*
+ * A status message travels in a trailer (grpc-message), percent-encoded (a byte may become three),
+ * and gRPC clients refuse metadata beyond 8 KiB by default ("received initial metadata size exceeds
+ * limit"), which would replace the server's words with that. So the server sends at most this many
+ * bytes of a message.
+ */
+#define RPC_STATUS_MESSAGE_MAX 2048U
+
+/*
+ * The message as sent: unchanged if it fits in max bytes, else its beginning and its end (where
+ * the message says what happened to what) joined by "...", max bytes in all, cut between UTF-8
+ * characters. malloc'ed; NULL on allocation failure.
+ */
+char *rpc_status_message_bound(const char *message, size_t max);
+
 /* r is 0 or a negative errno. */
 int rpc_status_from_errno(int r) __attribute__((const));
 /* 0 or a negative errno; an unknown code gives -EIO. */

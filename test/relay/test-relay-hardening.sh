@@ -62,6 +62,9 @@ elif kind == "slow":
 elif kind == "stall":
         # The registry sends this blob's first bytes and then nothing: a pull holds in it.
         add("stall", b"x" * 100000)
+elif kind == "deep":
+        # An entry 5000 directories deep: a name no file system takes, and a 10 kB error message.
+        add("a/" * 5000 + "x", b"deep\n")
 elif kind == "big":
         # 10000 files: a ToC of about 1.5 MB, beyond the ToCMemoryMax=1M this test runs with.
         for d in range(100):
@@ -89,6 +92,7 @@ write_tar "$WORK/slow.tar" slow
 write_tar "$WORK/big.tar" big
 write_tar "$WORK/stall.tar" stall
 write_tar "$WORK/other.tar" other
+write_tar "$WORK/deep.tar" deep
 STALL=$(diff_id "$WORK/stall.tar")
 python3 "$here/make-layout.py" "$WORK/layout" wide "$WORK/wide.tar"
 WIDE=$(diff_id "$WORK/wide.tar")
@@ -373,6 +377,18 @@ testcase_sigterm_during_a_stalled_pull() {
         rm -f "$WORK/relay.pid"
         start_relay
         assert_eq "" "$(ctl --no-legend image list | grep '^stall ' || true)"
+}
+
+testcase_long_error_messages() {
+        local out
+        python3 "$here/make-layout.py" "$WORK/layout" deep "$WORK/deep.tar"
+        # The relay's message arrives, shortened in the middle, and tonarictl exits as for any
+        # invalid input (once: "received initial metadata size exceeds limit", exit 1).
+        assert_rc 2 ctl image pull "oci:$WORK/layout:deep"
+        out=$(ctl image pull "oci:$WORK/layout:deep" 2>&1 || true)
+        assert_match 'layer entry "a/a/a/.*\.\.\..*/a/a/x": invalid path' "$out"
+        assert_le "${#out}" 2600 # the message, bounded at 2048 bytes, and the progress lines
+        relay_alive
 }
 
 # layer_numbers IMAGE: "unpacked entries" of each layer, one line each.

@@ -34,6 +34,18 @@ static int fail_enoent(RpcCall *c, const void *req, size_t size, void *userdata)
         return -ENOENT;
 }
 
+/* A message longer than a client accepts in metadata (a path 5000 directories deep). */
+static int fail_long(RpcCall *c, const void *req, size_t size, void *userdata) {
+        _cleanup_free_ char *path = malloc(5000 * 2 + 1);
+
+        ck_assert_ptr_nonnull(path);
+        for (int i = 0; i < 5000; i++)
+                memcpy(path + 2 * i, "a/", 2);
+        path[5000 * 2 - 1] = 0;
+        rpc_call_set_error(c, "layer entry \"%s\": invalid path", path);
+        return -EBADMSG;
+}
+
 /* Replies with as many bytes as the request asks for. */
 static int sized(RpcCall *c, const void *req, size_t size, void *userdata) {
         size_t n = strtoul(req, NULL, 10);
@@ -152,6 +164,7 @@ static RpcServer *server(const char *address, unsigned threads, int *ret_port) {
         ck_assert_int_eq(rpc_server_new(&o, &s), 0);
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Echo", RPC_UNARY, 0, echo, NULL), 0);
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Fail", RPC_UNARY, 0, fail_enoent, NULL), 0);
+        ck_assert_int_eq(rpc_server_add_method(s, "/test.T/FailLong", RPC_UNARY, 0, fail_long, NULL), 0);
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Slow", RPC_UNARY, RPC_METHOD_BLOCKING, slow, NULL),
                          0);
         ck_assert_int_eq(rpc_server_add_method(s, "/test.T/Pieces", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, pieces,
@@ -196,6 +209,12 @@ static void check_unary(const char *target) {
         ck_assert_int_eq(rpc_unary(c, "/test.T/Fail", "x:1", 3, TIMEOUT, &reply, &size, &err), -ENOENT);
         ck_assert_str_eq(err, "no image \"x:1\"");
         ck_assert_ptr_null(reply);
+        /* A message of 10 kB arrives as what it says (shortened in the middle), not as the client's
+         * "received initial metadata size exceeds limit". */
+        ck_assert_int_eq(rpc_unary(c, "/test.T/FailLong", "", 0, TIMEOUT, &reply, &size, &err), -EINVAL);
+        ck_assert_uint_le(strlen(err), RPC_STATUS_MESSAGE_MAX);
+        ck_assert_msg(startswith(err, "layer entry \"a/a/") && endswith(err, "a/a\": invalid path") &&
+                      strstr(err, "..."), "%s", err);
         ck_assert_int_eq(rpc_unary(c, "/test.T/Nope", "", 0, TIMEOUT, &reply, &size, &err), -EOPNOTSUPP);
         ck_assert_str_eq(err, "unknown method \"/test.T/Nope\"");
         ck_assert_int_eq(rpc_unary(c, "/test.T/Slow", "", 0, 200 * USEC_PER_MSEC, &reply, &size, &err),

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdlib.h>
+#include <string.h>
+
 #include "../unit/tests.h"
 #include "macro.h"
 #include "rpc-status.h"
@@ -72,4 +75,35 @@ START_TEST(test_status_names) {
 }
 END_TEST
 
-TEST_SUITE("rpc-status", test_errno_to_status_and_back, test_status_names)
+START_TEST(test_status_message_bound) {
+        char *m, *long_path;
+        size_t n = 5000 * 2 + 64;
+
+        m = rpc_status_message_bound("short", 16);
+        ck_assert_str_eq(m, "short");
+        free(m);
+
+        /* "layer entry "a/a/.../x": invalid path", 5000 directories deep. */
+        long_path = malloc(n);
+        ck_assert_ptr_nonnull(long_path);
+        strcpy(long_path, "layer entry \"");
+        for (int i = 0; i < 5000; i++)
+                strcat(long_path, "a/");
+        strcat(long_path, "x\": invalid path");
+        m = rpc_status_message_bound(long_path, RPC_STATUS_MESSAGE_MAX);
+        ck_assert_uint_eq(strlen(m), RPC_STATUS_MESSAGE_MAX);
+        ck_assert(strncmp(m, "layer entry \"a/a/", 17) == 0);
+        ck_assert_ptr_nonnull(strstr(m, "..."));
+        ck_assert(strcmp(m + strlen(m) - 18, "a/x\": invalid path") == 0);
+        free(m);
+        free(long_path);
+
+        /* Never between the bytes of a character: "é" is two. */
+        m = rpc_status_message_bound("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 10);
+        ck_assert_uint_le(strlen(m), 10);
+        ck_assert_str_eq(m, "\xc3\xa9...\xc3\xa9\xc3\xa9");
+        free(m);
+}
+END_TEST
+
+TEST_SUITE("rpc-status", test_errno_to_status_and_back, test_status_names, test_status_message_bound)
