@@ -143,19 +143,18 @@ static int copy_content(struct archive *tar, Store *s, uint64_t size, uint32_t c
         _cleanup_hasher_ Hasher *chunk = NULL;
         uint64_t done = 0, in_chunk = 0;
         TocContent c = {};
+        size_t allocated = 0;
         int r;
 
         r = store_writer_new(s, STORE_OBJECT, NULL, size, &w);
         if (r < 0)
                 return r;
+        /* The chunk digests grow with the content that arrives: the size in the header is what
+         * the tar claims (2^50 bytes would be a 32 GiB array), the data is what it has. */
         if (size > chunk_size) {
                 r = hasher_new(&chunk);
                 if (r < 0)
                         return r;
-                c.n_chunks = (size_t) ((size + chunk_size - 1) / chunk_size);
-                c.chunks = new0(Digest, c.n_chunks);
-                if (!c.chunks)
-                        return -ENOMEM;
         }
 
         while (done < size) {
@@ -190,7 +189,17 @@ static int copy_content(struct archive *tar, Store *s, uint64_t size, uint32_t c
                         off += k;
                         in_chunk += k;
                         if (in_chunk == chunk_size || done + off == size) {
-                                r = hasher_finish(chunk, &c.chunks[(done + off - 1) / chunk_size]);
+                                if (c.n_chunks == allocated) {
+                                        Digest *a = reallocarray(c.chunks, allocated * 2 + 16, sizeof(Digest));
+
+                                        if (!a) {
+                                                r = -ENOMEM;
+                                                goto fail;
+                                        }
+                                        c.chunks = a;
+                                        allocated = allocated * 2 + 16;
+                                }
+                                r = hasher_finish(chunk, &c.chunks[c.n_chunks++]);
                                 if (r < 0)
                                         goto fail;
                                 in_chunk = 0;
