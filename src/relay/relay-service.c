@@ -231,6 +231,8 @@ static int handle_gc(RpcCall *call, const void *data, size_t size, void *userdat
                 rpc_call_set_error(call, "%s", err ?: strerror(-r));
                 return r;
         }
+        if (!req->dry_run)
+                relay_toc_forget_removed(relay);
         log_info("Garbage collection%s: %" PRIu64 " blobs, %" PRIu64 " layers, %" PRIu64 " objects, %" PRIu64
                  " bytes.",
                  req->dry_run ? " (dry run)" : "", s.blobs_removed, s.layers_removed, s.objects_removed,

@@ -87,7 +87,7 @@ int relay_toc_get_cached(Relay *r, const Digest *diff_id, Toc **ret, Digest *ret
 
         pthread_mutex_lock(&r->toc_lock);
         for (size_t i = 0; i < RELAY_TOC_CACHE_MAX; i++)
-                if (r->tocs[i].toc && digest_equal(&r->tocs[i].diff_id, diff_id)) {
+                if (r->tocs[i].toc && !r->tocs[i].gone && digest_equal(&r->tocs[i].diff_id, diff_id)) {
                         r->tocs[i].users++;
                         r->tocs[i].last_used = ++r->toc_clock;
                         *ret = r->tocs[i].toc;
@@ -154,7 +154,7 @@ int relay_toc_get(Relay *r, const Digest *diff_id, Toc **ret) {
         for (size_t i = 0; i < RELAY_TOC_CACHE_MAX; i++) {
                 RelayToc *s = &r->tocs[i];
 
-                if (s->toc && digest_equal(&s->diff_id, diff_id)) {
+                if (s->toc && !s->gone && digest_equal(&s->diff_id, diff_id)) {
                         /* Another call read it meanwhile. */
                         s->users++;
                         s->last_used = ++r->toc_clock;
@@ -195,9 +195,17 @@ void relay_toc_put(Relay *r, Toc *t) {
         pthread_mutex_lock(&r->toc_lock);
         for (size_t i = 0; i < RELAY_TOC_CACHE_MAX; i++)
                 if (r->tocs[i].toc == t) {
-                        r->tocs[i].users--;
+                        RelayToc *s = &r->tocs[i];
+
+                        s->users--;
+                        if (s->gone && s->users == 0) {
+                                r->toc_bytes -= s->bytes;
+                                *s = (RelayToc) {};
+                        } else
+                                t = NULL;
                         pthread_cond_broadcast(&r->toc_freed);
                         pthread_mutex_unlock(&r->toc_lock);
+                        toc_free(t);
                         return;
                 }
         /* Not cached (relay_toc_get() returned 1): it was this call's own. */
@@ -206,6 +214,27 @@ void relay_toc_put(Relay *r, Toc *t) {
         pthread_cond_broadcast(&r->toc_freed);
         pthread_mutex_unlock(&r->toc_lock);
         toc_free(t);
+}
+
+void relay_toc_forget_removed(Relay *r) {
+        pthread_mutex_lock(&r->toc_lock);
+        for (size_t i = 0; i < RELAY_TOC_CACHE_MAX; i++) {
+                RelayToc *s = &r->tocs[i];
+                LayerInfo l;
+
+                /* The store's lock nests inside ours nowhere else: taking it here is safe. */
+                if (!s->toc || s->gone || image_store_layer(r->store, &s->diff_id, &l) >= 0)
+                        continue;
+                if (s->users > 0) {
+                        s->gone = true;
+                        continue;
+                }
+                r->toc_bytes -= s->bytes;
+                toc_free(s->toc);
+                *s = (RelayToc) {};
+        }
+        pthread_cond_broadcast(&r->toc_freed);
+        pthread_mutex_unlock(&r->toc_lock);
 }
 
 int relay_toc_memory_acquire(Relay *r, RpcCall *call, uint64_t bytes) {

@@ -29,6 +29,7 @@ typedef struct RelayToc {
         size_t bytes;
         unsigned users;
         uint64_t last_used;
+        bool gone; /* GC removed the layer: freed when its last user is done, found by nobody */
 } RelayToc;
 
 typedef struct Relay {
@@ -63,6 +64,8 @@ int relay_toc_get(Relay *r, const Digest *diff_id, Toc **ret);
 /* The same, only if the ToC is in memory already (-ENOENT if not), with the digest it matched. */
 int relay_toc_get_cached(Relay *r, const Digest *diff_id, Toc **ret, Digest *ret_digest);
 void relay_toc_put(Relay *r, Toc *t);
+/* After GC: ToCs of layers the store no longer has are no longer served. */
+void relay_toc_forget_removed(Relay *r);
 /*
  * Memory a ToC transfer needs (its pieces in flight), from ToCMemoryMax= too: waits while ToCs that
  * calls hold take it all, -ECANCELED when the call ends meanwhile.

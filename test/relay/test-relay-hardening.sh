@@ -256,6 +256,20 @@ testcase_toc_memory_is_bounded() {
         ctl image remove big
 }
 
+testcase_gc_forgets_tocs_in_memory() {
+        local other
+        other=$(diff_id "$WORK/other.tar")
+        python3 "$here/make-layout.py" "$WORK/layout" gcme "$WORK/other.tar"
+        ctl image pull "oci:$WORK/layout:gcme" gcme
+        assert_match "^OK 1 entries other" "$(client readdir "$other" 0)"
+        ctl image remove gcme
+        # Until GC the layer is there; after it, not even from the relay's memory.
+        assert_match "^OK 1 entries other" "$(client readdir "$other" 0)"
+        ctl image gc
+        assert_match "^ERROR ENOENT no layer $other" "$(client readdir "$other" 0)"
+        assert_match "^ERROR ENOENT no layer $other" "$(client gettoc "$other" "$WORK/got.toc")"
+}
+
 testcase_blobs_of_a_present_layer_are_verified() {
         local out
         python3 "$here/make-layout.py" "$WORK/layout" present "$WORK/sized.tar"
