@@ -12,7 +12,7 @@ int image_proto_init(ImageProto *p, const ImageRecord *r) {
 
         q.layers = new0(Tonari__Relay__V1__Layer, r->n_layers);
         q.layer_ptrs = new0(Tonari__Relay__V1__Layer *, r->n_layers);
-        q.digests = calloc(2 + 2 * r->n_layers, sizeof(*q.digests));
+        q.digests = calloc(2 + 3 * r->n_layers, sizeof(*q.digests));
         if (!q.layers || !q.layer_ptrs || !q.digests) {
                 image_proto_done(&q);
                 return -ENOMEM;
@@ -32,8 +32,9 @@ int image_proto_init(ImageProto *p, const ImageRecord *r) {
                 Tonari__Relay__V1__Layer *m = &q.layers[i];
 
                 *m = (Tonari__Relay__V1__Layer) TONARI__RELAY__V1__LAYER__INIT;
-                m->digest = digest_to_string(&l->digest, q.digests[2 + 2 * i]);
-                m->diff_id = digest_to_string(&l->diff_id, q.digests[3 + 2 * i]);
+                m->digest = digest_to_string(&l->digest, q.digests[2 + 3 * i]);
+                m->diff_id = digest_to_string(&l->diff_id, q.digests[3 + 3 * i]);
+                m->toc_digest = digest_to_string(&l->toc_digest, q.digests[4 + 3 * i]);
                 m->media_type = (char *) strempty(l->media_type);
                 m->size_bytes = l->size_bytes;
                 m->unpacked_bytes = l->unpacked_bytes;

@@ -74,6 +74,8 @@ static json_object *image_json(const Tonari__Relay__V1__Image *m) {
                 json_object_object_add(x, "unpackedBytes", json_object_new_int64((int64_t) l->unpacked_bytes));
                 json_object_object_add(x, "tocBytes", json_object_new_int64((int64_t) l->toc_bytes));
                 json_object_object_add(x, "tocEntries", json_object_new_int64((int64_t) l->toc_entries));
+                if (!isempty(l->toc_digest))
+                        json_object_object_add(x, "tocDigest", json_object_new_string(l->toc_digest));
         }
         return o;
 }

@@ -206,6 +206,14 @@ testcase_toc_changed_after_warming() {
         restore_toc
 }
 
+testcase_the_image_names_its_tocs() {
+        # GetImage gives each layer's ToC digest, as GetToC announces it: what a client checks the
+        # ToC it assembled against.
+        assert_eq "sha256:$(sha256sum "$WORK/wide.toc" | cut -d' ' -f1)" \
+                "$(ctl --json=short image show wide | python3 -c 'import json, sys; print(json.load(sys.stdin)["layers"][0]["tocDigest"])')"
+        assert_match "^OK [0-9]+ sha256:$(sha256sum "$WORK/wide.toc" | cut -d' ' -f1)\$" "$(client gettoc "$WIDE" "$WORK/got.toc")"
+}
+
 testcase_gettoc_of_a_damaged_toc() {
         local kind
         for kind in flip flip-valid truncate; do
