@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The report of bench/imagefs-rtt: reads the guest's output (RESULT, RTT and SKIP lines of
+bench/imagefs-rtt-guest.sh) and prints, per RTT, workload and mode, the median create, run and
+total time with their spread (min-max over the repetitions) and their ratios to nfs (medians; and
+the spread of the total's ratio, repetition by repetition). With --plot=PREFIX it also draws one
+figure per workload with gnuplot, PREFIX-WORKLOAD.png: create, run and total time against the
+RTT, one line per mode with the spread as error bars, as the paper's Figs 5-8. tonari-imagefs's
+per-mount counters, when the RESULT lines have them, are shown as medians: metadata round trips
+and MiB fetched from the relay.
+
+usage: imagefs-rtt-report.py [--plot=PREFIX] [LOG]   (LOG defaults to stdin)
+"""
+
+import collections
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+MODE_ORDER = ["local", "nfs", "imagefs_toc_cold", "imagefs_toc_warm", "imagefs_notoc"]
+WORKLOAD_ORDER = ["base", "python3", "nginx", "mariadb"]
+TITLES = {
+    "base": "base: echo helloworld (the paper's Distro container, Fig. 8)",
+    "python3": "python3: python3 -c 'print(2**32-1)' (Language, Fig. 7)",
+    "nginx": "nginx: start until GET / answered (WEB, Fig. 5)",
+    "mariadb": "mariadb: mariadbd start until it accepts a connection (DB, Fig. 6)",
+}
+METRICS = ["create", "run", "total"]
+COUNTERS = ["MetadataRoundTrips", "BytesFetched"]
+
+
+def order(values, preferred):
+    return sorted(values, key=lambda v: (preferred.index(v) if v in preferred else len(preferred), v))
+
+
+def parse(lines):
+    runs = collections.defaultdict(dict)  # (rtt, workload, mode) -> rep -> fields
+    measured_rtt, skipped = {}, []
+    for line in lines:
+        words = line.split()
+        if not words or words[0] not in ("RESULT", "RTT", "SKIP"):
+            continue
+        f = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+        if words[0] == "RESULT":
+            key = (int(f["rtt"]), f["workload"], f["mode"])
+            runs[key][int(f["rep"])] = {m: float(f[m]) for m in METRICS + ["mount"] + COUNTERS if m in f}
+        elif words[0] == "RTT":
+            measured_rtt[int(f["rtt"])] = f["measured"]
+        else:
+            skipped.append(line.strip())
+    return runs, measured_rtt, skipped
+
+
+def fmt_spread(values):
+    return "%.3f [%.3f-%.3f]" % (statistics.median(values), min(values), max(values))
+
+
+def report(runs, measured_rtt, skipped):
+    if not runs:
+        sys.exit("imagefs-rtt-report: no RESULT lines in the input")
+    rtts = sorted({k[0] for k in runs})
+    workloads = order({k[1] for k in runs}, WORKLOAD_ORDER)
+    modes = order({k[2] for k in runs}, MODE_ORDER)
+    for s in skipped:
+        print(s)
+    print("times in seconds: median [min-max] over the repetitions; ratios: median / median of nfs,")
+    print("total/nfs also as the spread of the per-repetition ratio")
+    for rtt in rtts:
+        print("\nRTT %d ms (measured TCP connect: %s ms)" % (rtt, measured_rtt.get(rtt, "?")))
+        print("%-8s %-17s %2s %22s %22s %22s %6s %6s %s" % ("workload", "mode", "n", "create", "run", "total",
+                                                        "c/nfs", "r/nfs", "total/nfs"))
+        for w in workloads:
+            nfs = runs.get((rtt, w, "nfs"))
+            for m in modes:
+                r = runs.get((rtt, w, m))
+                if not r:
+                    continue
+                cols = {x: [v[x] for v in r.values()] for x in METRICS}
+                ratios = ["", "", ""]
+                if nfs:
+                    med = {x: statistics.median(v[x] for v in nfs.values()) for x in METRICS}
+                    ratios[0] = "%.2f" % (statistics.median(cols["create"]) / med["create"])
+                    ratios[1] = "%.2f" % (statistics.median(cols["run"]) / med["run"])
+                    per_rep = [r[i]["total"] / nfs[i]["total"] for i in r if i in nfs]
+                    ratios[2] = "%.2f [%.2f-%.2f]" % (statistics.median(cols["total"]) / med["total"],
+                                                      min(per_rep), max(per_rep))
+                counters = ""
+                if all("MetadataRoundTrips" in v for v in r.values()):
+                    counters = "  round trips %d, fetched %.1f MiB" % (
+                        statistics.median(v["MetadataRoundTrips"] for v in r.values()),
+                        statistics.median(v.get("BytesFetched", 0) for v in r.values()) / 1048576)
+                print("%-8s %-17s %2d %22s %22s %22s %6s %6s %s%s" % (
+                    w, m, len(r), fmt_spread(cols["create"]), fmt_spread(cols["run"]),
+                    fmt_spread(cols["total"]), *ratios, counters))
+    return rtts, workloads, modes
+
+
+def plot(prefix, runs, rtts, workloads, modes):
+    with tempfile.TemporaryDirectory() as tmp:
+        for w in workloads:
+            script = [
+                "set terminal pngcairo size 1500,480 font ',10'",
+                "set output '%s-%s.png'" % (prefix, w),
+                "set multiplot layout 1,3 title \"%s; median of %d runs, bars min-max\"" % (
+                    TITLES.get(w, w).replace('"', "'"), max(len(r) for k, r in runs.items() if k[1] == w)),
+                "set xlabel 'RTT (ms)'",
+                "set ylabel 'seconds'",
+                "set yrange [0:*]",
+                "set xrange [-2:%d]" % (max(rtts) + 2),
+                "set xtics (%s)" % ", ".join(str(r) for r in rtts),
+                "set key top left",
+                "set grid ytics",
+            ]
+            # The modes' points side by side around each RTT, so that their error bars do not hide
+            # each other.
+            step = max(rtts) / 80.0 if max(rtts) > 0 else 0.2
+            for metric in METRICS:
+                plots = []
+                for i, m in enumerate(modes):
+                    shift = (i - (len(modes) - 1) / 2.0) * step
+                    data = os.path.join(tmp, "%s-%s-%s.dat" % (w, m, metric))
+                    with open(data, "w") as f:
+                        for rtt in rtts:
+                            r = runs.get((rtt, w, m))
+                            if r:
+                                v = [x[metric] for x in r.values()]
+                                f.write("%f %f %f %f\n" % (rtt + shift, statistics.median(v), min(v), max(v)))
+                    if os.path.getsize(data):
+                        plots.append("'%s' using 1:2:3:4 with yerrorlines title '%s'" % (data, m))
+                script.append("set title '%s time'" % metric)
+                script.append("plot " + ", ".join(plots))
+            script.append("unset multiplot")
+            subprocess.run(["gnuplot"], input="\n".join(script) + "\n", text=True, check=True)
+            print("plot: %s-%s.png" % (prefix, w))
+
+
+def main():
+    args = sys.argv[1:]
+    prefix = None
+    if args and args[0].startswith("--plot="):
+        prefix = args.pop(0)[len("--plot="):]
+    if len(args) > 1:
+        sys.exit(__doc__)
+    lines = open(args[0]) if args else sys.stdin
+    runs, measured_rtt, skipped = parse(lines)
+    rtts, workloads, modes = report(runs, measured_rtt, skipped)
+    if prefix:
+        plot(prefix, runs, rtts, workloads, modes)
+
+
+if __name__ == "__main__":
+    main()
