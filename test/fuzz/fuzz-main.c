@@ -3,7 +3,9 @@
  * A driver for fuzz targets without libFuzzer: "fuzz-toc-reader FILE|DIR..." feeds every file to
  * the target once (the regression run of a corpus, under the project's normal or ASan build);
  * "fuzz-toc-reader --write-seeds DIR" writes a few valid ToCs made by the writer, the seed corpus
- * of the libFuzzer run.
+ * of the libFuzzer run. With --expect=valid (or --expect=invalid) every input must also be accepted
+ * (refused) by toc_open_buffer() as it is, and every DIR must hold at least one input: a replay
+ * whose seeds are all refused tests nothing beyond the first check.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -21,7 +23,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int run_file(const char *path) {
+typedef enum Expect {
+        EXPECT_ANY,
+        EXPECT_VALID,
+        EXPECT_INVALID,
+} Expect;
+
+static int run_file(const char *path, Expect expect) {
         _cleanup_free_ char *data = NULL;
         size_t size;
         int r;
@@ -30,6 +38,17 @@ static int run_file(const char *path) {
         if (r < 0) {
                 fprintf(stderr, "%s: %s\n", path, strerror(-r));
                 return r;
+        }
+        if (expect != EXPECT_ANY) {
+                Toc *t = NULL;
+
+                r = toc_open_buffer(data, size, &t);
+                toc_free(t);
+                if ((r >= 0) != (expect == EXPECT_VALID)) {
+                        fprintf(stderr, "%s: %s, expected it to be %s\n", path,
+                                r >= 0 ? "accepted" : strerror(-r), expect == EXPECT_VALID ? "accepted" : "refused");
+                        return -EBADMSG;
+                }
         }
         LLVMFuzzerTestOneInput((const uint8_t *) data, size);
         return 0;
@@ -87,18 +106,31 @@ static int write_seeds(const char *dir) {
 }
 
 int main(int argc, char *argv[]) {
+        Expect expect = EXPECT_ANY;
         unsigned n = 0;
-        int r;
+        int i = 1, r;
 
         if (argc == 3 && streq(argv[1], "--write-seeds"))
                 return write_seeds(argv[2]) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        if (argc > 1 && startswith(argv[1], "--expect=")) {
+                if (streq(argv[1], "--expect=valid"))
+                        expect = EXPECT_VALID;
+                else if (streq(argv[1], "--expect=invalid"))
+                        expect = EXPECT_INVALID;
+                else {
+                        fprintf(stderr, "%s: expected --expect=valid or --expect=invalid\n", argv[1]);
+                        return EXIT_FAILURE;
+                }
+                i++;
+        }
 
-        for (int i = 1; i < argc; i++) {
+        for (; i < argc; i++) {
                 _cleanup_closedir_ DIR *d = opendir(argv[i]);
                 struct dirent *de;
+                unsigned in_dir = 0;
 
                 if (!d) {
-                        r = run_file(argv[i]);
+                        r = run_file(argv[i], expect);
                         if (r < 0)
                                 return EXIT_FAILURE;
                         n++;
@@ -110,11 +142,17 @@ int main(int argc, char *argv[]) {
                         if (de->d_name[0] == '.')
                                 continue;
                         p = strjoin(argv[i], "/", de->d_name);
-                        if (!p || run_file(p) < 0)
+                        if (!p || run_file(p, expect) < 0)
                                 return EXIT_FAILURE;
-                        n++;
+                        in_dir++;
                 }
+                if (in_dir == 0 && expect != EXPECT_ANY) {
+                        fprintf(stderr, "%s: no inputs\n", argv[i]);
+                        return EXIT_FAILURE;
+                }
+                n += in_dir;
         }
-        printf("%u inputs, no fault\n", n);
+        printf("%u inputs%s, no fault\n", n,
+               expect == EXPECT_VALID ? " accepted" : expect == EXPECT_INVALID ? " refused" : "");
         return n > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
