@@ -67,6 +67,22 @@ assert_rc() {
         _tl_end "$ok" "assert_rc: expected exit code $expected, got $rc from: $*"
 }
 
+# assert_rc_match EXPECTED_RC REGEX COMMAND [ARGS...]
+#       One run of the command (errexit off; untraced, or the trace of its arguments would be part
+#       of the output it is matched against): its exit code must be EXPECTED_RC and its output
+#       (stdout and stderr together) must match REGEX. A message checked without the exit code it
+#       came with proves nothing: "$(cmd || true)" passes whatever cmd returned.
+assert_rc_match() {
+        { _tl_xt=$-; set +x; } 2>/dev/null
+        local expected=$1 regex=$2 rc=0 out
+        shift 2
+        out=$("$@" 2>&1) || rc=$?
+        local ok=0
+        ((rc == expected)) && [[ "$out" =~ $regex ]] || ok=1
+        _tl_end "$ok" "assert_rc_match: expected exit code $expected and a match for /$regex/," \
+                "got $rc and '$out' from: $*"
+}
+
 # _tl_cmp OP A B: numeric comparison of integers or decimals; 2 if either is not a number.
 _tl_cmp() {
         local num='^-?[0-9]+(\.[0-9]+)?$'

@@ -247,38 +247,38 @@ testcase_bad_input_creates_nothing() {
         assert_rc 2 "${CTL[@]}" slice create "../evil"
 
         # Unknown property, wrong type, bad values: InvalidArgs naming them.
-        assert_match "Unknown slice property 'Bogus'" "$(call CreateSlice "sa(sv)" "${P}x" 1 Bogus t 1 2>&1 || true)"
-        assert_match "CPUWeight has type 't', got 's'" "$(call CreateSlice "sa(sv)" "${P}x" 1 CPUWeight s 5 2>&1 || true)"
-        assert_match "Invalid CPUWeight 0" "$(call CreateSlice "sa(sv)" "${P}x" 1 CPUWeight t 0 2>&1 || true)"
-        assert_match "CPUQuotaPerSecUSec 5000" \
-                "$(call CreateSlice "sa(sv)" "${P}x" 1 CPUQuotaPerSecUSec t 5000 2>&1 || true)"
-        assert_match "'/etc/passwd': not a block device" \
-                "$(call CreateSlice "sa(sv)" "${P}x" 1 IOWriteBandwidthMax "a(st)" 1 /etc/passwd 1000 2>&1 || true)"
-        assert_match "'/dev/nonexistent': No such file" \
-                "$(call CreateSlice "sa(sv)" "${P}x" 1 IOWriteBandwidthMax "a(st)" 1 /dev/nonexistent 1000 2>&1 || true)"
-        assert_match "'/dev/../etc': expected an absolute, normalized path" \
-                "$(call CreateSlice "sa(sv)" "${P}x" 1 IOWriteBandwidthMax "a(st)" 1 /dev/../etc 1000 2>&1 || true)"
-        assert_match "CPU 4095 is not online" \
-                "$(call CreateSlice "sa(sv)" "${P}x" 1 AllowedCPUs ay 512 $(printf '0 %.0s' $(seq 511)) 128 2>&1 || true)"
+        assert_rc_match 1 "Unknown slice property 'Bogus'" call CreateSlice "sa(sv)" "${P}x" 1 Bogus t 1
+        assert_rc_match 1 "CPUWeight has type 't', got 's'" call CreateSlice "sa(sv)" "${P}x" 1 CPUWeight s 5
+        assert_rc_match 1 "Invalid CPUWeight 0" call CreateSlice "sa(sv)" "${P}x" 1 CPUWeight t 0
+        assert_rc_match 1 "CPUQuotaPerSecUSec 5000" \
+                call CreateSlice "sa(sv)" "${P}x" 1 CPUQuotaPerSecUSec t 5000
+        assert_rc_match 1 "'/etc/passwd': not a block device" \
+                call CreateSlice "sa(sv)" "${P}x" 1 IOWriteBandwidthMax "a(st)" 1 /etc/passwd 1000
+        assert_rc_match 1 "'/dev/nonexistent': No such file" \
+                call CreateSlice "sa(sv)" "${P}x" 1 IOWriteBandwidthMax "a(st)" 1 /dev/nonexistent 1000
+        assert_rc_match 1 "'/dev/../etc': expected an absolute, normalized path" \
+                call CreateSlice "sa(sv)" "${P}x" 1 IOWriteBandwidthMax "a(st)" 1 /dev/../etc 1000
+        assert_rc_match 1 "CPU 4095 is not online" \
+                call CreateSlice "sa(sv)" "${P}x" 1 AllowedCPUs ay 512 $(printf '0 %.0s' $(seq 511)) 128
         if ((!V2)); then
-                assert_match "NotSupported|MemoryHigh" \
-                        "$(call CreateSlice "sa(sv)" "${P}x" 1 MemoryHigh t 1000000 2>&1 || true)"
+                assert_rc_match 1 "NotSupported|MemoryHigh" \
+                        call CreateSlice "sa(sv)" "${P}x" 1 MemoryHigh t 1000000
         fi
         assert_eq "$before" "$(listing)" "cgroups after refused creations"
 
         # Processes: missing, kernel thread, PID 1, tonarid itself; unknown slice.
         "${CTL[@]}" slice create "${P}p"
-        assert_match "does not exist" "$(call AttachProcesses sau "${P}p" 1 999999999 2>&1 || true)"
-        assert_match "Invalid PID 0" "$(call AttachProcesses sau "${P}p" 1 0 2>&1 || true)"
-        assert_match "kernel thread" "$(call AttachProcesses sau "${P}p" 1 2 2>&1 || true)"
-        assert_match "the init process" "$(call AttachProcesses sau "${P}p" 1 1 2>&1 || true)"
-        assert_match "tonarid itself" "$(call AttachProcesses sau "${P}p" 1 "$TONARID_PID" 2>&1 || true)"
-        assert_match "No processes given" "$(call AttachProcesses sau "${P}p" 0 2>&1 || true)"
+        assert_rc_match 1 "does not exist" call AttachProcesses sau "${P}p" 1 999999999
+        assert_rc_match 1 "Invalid PID 0" call AttachProcesses sau "${P}p" 1 0
+        assert_rc_match 1 "kernel thread" call AttachProcesses sau "${P}p" 1 2
+        assert_rc_match 1 "the init process" call AttachProcesses sau "${P}p" 1 1
+        assert_rc_match 1 "tonarid itself" call AttachProcesses sau "${P}p" 1 "$TONARID_PID"
+        assert_rc_match 1 "No processes given" call AttachProcesses sau "${P}p" 0
         assert_eq "t 0" "$(sprop "${P}p" NrTasks)"
         assert_rc 5 "${CTL[@]}" slice set "${P}nope" CPUWeight=10
         assert_rc 5 "${CTL[@]}" slice remove "${P}nope"
         assert_rc 5 "${CTL[@]}" slice attach "${P}nope" $$
-        assert_match "exists already" "$("${CTL[@]}" slice create "${P}p" 2>&1 || true)"
+        assert_rc_match 1 "exists already" "${CTL[@]}" slice create "${P}p"
         "${CTL[@]}" slice remove "${P}p"
         stop_tonarid bad
 }

@@ -285,9 +285,8 @@ testcase_blobs_of_a_present_layer_are_verified() {
         # The same layer named by a blob the layout does not have: refused, although the layer is
         # in the store (once: accepted, and the record kept that digest).
         python3 "$here/make-layout.py" --missing-blob=0 "$WORK/layout" missing "$WORK/sized.tar"
-        assert_rc 5 ctl image pull "oci:$WORK/layout:missing" missing
-        assert_match "blobs/sha256/[0-9a-f]{64}: No such file or directory" \
-                "$(ctl image pull "oci:$WORK/layout:missing" missing 2>&1 || true)"
+        assert_rc_match 5 "blobs/sha256/[0-9a-f]{64}: No such file or directory" \
+                ctl image pull "oci:$WORK/layout:missing" missing
         # Named by a blob that exists but is another layer: refused too.
         python3 - "$WORK/layout" "$(diff_id "$WORK/sized.tar")" <<'EOF'
 import hashlib, json, os, sys
@@ -308,9 +307,8 @@ index["manifests"].append({"mediaType": manifest["mediaType"], "digest": put(raw
                            "annotations": {"org.opencontainers.image.ref.name": "other-blob"}})
 json.dump(index, open(os.path.join(layout, "index.json"), "w"))
 EOF
-        assert_rc 2 ctl image pull "oci:$WORK/layout:other-blob" other-blob
-        assert_match "its content has digest $WIDE, the config says $(diff_id "$WORK/sized.tar")" \
-                "$(ctl image pull "oci:$WORK/layout:other-blob" other-blob 2>&1 || true)"
+        assert_rc_match 2 "its content has digest $WIDE, the config says $(diff_id "$WORK/sized.tar")" \
+                ctl image pull "oci:$WORK/layout:other-blob" other-blob
         assert_eq "present" "$(ctl --no-legend image list | awk '{print $1}' | grep -E '^(present|missing|other-blob)$')"
         # The same layer compressed: a blob of its own, verified once and recorded.
         python3 "$here/make-layout.py" --gzip "$WORK/layout" gzipped "$WORK/sized.tar"
@@ -330,9 +328,8 @@ testcase_files_that_are_not_files() {
         mkdir -p "$dir/blobs/sha256"
         echo '{"imageLayoutVersion": "1.0.0"}' >"$dir/oci-layout"
         mkfifo "$dir/index.json"
-        assert_rc 2 timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "oci:$dir:x"
-        assert_match "index.json: not a regular file" "$(timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" \
-                image pull "oci:$dir:x" 2>&1 || true)"
+        assert_rc_match 2 "index.json: not a regular file" \
+                timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "oci:$dir:x"
         # A blob of a layout a FIFO.
         rm -rf "$dir"
         python3 "$here/make-layout.py" "$dir" fifo "$WORK/other.tar"
@@ -341,9 +338,8 @@ testcase_files_that_are_not_files() {
         assert_rc 2 timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "oci:$dir:fifo"
         # The archive itself a FIFO, for both kinds.
         mkfifo "$WORK/fifo.tar"
-        assert_rc 2 timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "oci-archive:$WORK/fifo.tar:x"
-        assert_match "fifo.tar is not a regular file" "$(timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" \
-                image pull "oci-archive:$WORK/fifo.tar:x" 2>&1 || true)"
+        assert_rc_match 2 "fifo.tar is not a regular file" \
+                timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "oci-archive:$WORK/fifo.tar:x"
         assert_rc 2 timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "docker-archive:$WORK/fifo.tar"
         # A device is not an archive either.
         assert_rc 2 timeout 20 "$TONARICTL" --relay="unix:$WORK/relay.sock" image pull "oci-archive:/dev/zero:x"
@@ -402,12 +398,12 @@ testcase_sigterm_during_a_stalled_pull() {
 }
 
 testcase_long_error_messages() {
-        local out
+        local out rc=0
         python3 "$here/make-layout.py" "$WORK/layout" deep "$WORK/deep.tar"
         # The relay's message arrives, shortened in the middle, and tonarictl exits as for any
         # invalid input (once: "received initial metadata size exceeds limit", exit 1).
-        assert_rc 2 ctl image pull "oci:$WORK/layout:deep"
-        out=$(ctl image pull "oci:$WORK/layout:deep" 2>&1 || true)
+        out=$(ctl image pull "oci:$WORK/layout:deep" 2>&1) || rc=$?
+        assert_eq 2 "$rc" "exit code of the pull"
         assert_match 'layer entry "a/a/a/.*\.\.\..*/a/a/x": invalid path' "$out"
         assert_le "${#out}" 2600 # the message, bounded at 2048 bytes, and the progress lines
         relay_alive
