@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* tonari.layers.v1.Layers: the ToC, file contents, and the calls without ToC. */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -215,46 +216,103 @@ static int handle_get_toc(RpcCall *call, const void *data, size_t size, void *us
         return r;
 }
 
-static int handle_read(RpcCall *call, const void *data, size_t size, void *userdata) {
-        Relay *relay = userdata;
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ uint8_t *buf = NULL;
-        uint64_t end, off;
-        TocEntry e;
-        Digest d;
-        Toc *t;
+/* A call about an inode of a layer: the layer's ToC, held for the call, and the inode's entry. */
+typedef struct LayerCall {
+        Relay *relay;
+        RpcCall *call;
+        const char *layer;
+        uint64_t ino; /* as the request names it */
+        Toc *toc;
+        TocEntry entry;
+} LayerCall;
+
+/* What a method needs of the inode its request names in "inode". */
+enum {
+        NO_ENTRY = -1, /* nothing: the request names no such inode */
+        ANY_TYPE = 0,  /* its entry, whatever its type */
+                       /* else its entry, which must be of that TocType */
+};
+
+/* Done with the ToC before the call is: a long stream of content holds no ToC memory. */
+static void layer_call_release(LayerCall *c) {
+        if (c->toc)
+                relay_toc_put(c->relay, c->toc);
+        c->toc = NULL;
+}
+
+static int check_type(LayerCall *c, TocType want) {
+        static const char *const what[_TOC_TYPE_MAX] = {
+                [TOC_TYPE_REGULAR] = "a regular file",
+                [TOC_TYPE_DIRECTORY] = "a directory",
+                [TOC_TYPE_SYMLINK] = "a symbolic link",
+        };
+
+        if (c->entry.type == want)
+                return 0;
+        rpc_call_set_error(c->call, "inode %" PRIu64 " is not %s", c->ino, what[want]);
+        return want == TOC_TYPE_DIRECTORY ? -ENOTDIR : -EINVAL;
+}
+
+/*
+ * The one shape of the Layers calls without ToC: unpack the request (of type d, with a "layer" and,
+ * unless want is NO_ENTRY, an "inode"), hold the layer's ToC, find the inode's entry and check its
+ * type, then let reply build the answer; the ToC is given back however that ends.
+ */
+static int layer_call(RpcCall *call, const void *data, size_t size, Relay *relay,
+                      const ProtobufCMessageDescriptor *d, int want,
+                      int (*reply)(LayerCall *c, const ProtobufCMessage *req)) {
+        _cleanup_proto_ ProtobufCMessage *req = NULL;
+        LayerCall c = { .relay = relay, .call = call };
+        const char *const *layer;
+        const uint64_t *ino;
         int r;
 
-        _cleanup_proto_ Tonari__Layers__V1__ReadRequest *req = NULL;
+        r = rpc_call_unpack(call, d, data, size, &req);
+        if (r < 0)
+                return r;
+        layer = rpc_proto_field(req, "layer", PROTOBUF_C_TYPE_STRING);
+        ino = rpc_proto_field(req, "inode", PROTOBUF_C_TYPE_UINT64);
+        assert(layer && (want == NO_ENTRY || ino));
+        c.layer = *layer;
+        c.ino = ino ? *ino : 0;
 
-        r = rpc_call_unpack(call, &tonari__layers__v1__read_request__descriptor, data, size, (ProtobufCMessage **) &req);
+        r = open_toc(relay, call, c.layer, &c.toc);
         if (r < 0)
                 return r;
-        r = open_toc(relay, call, req->layer, &t);
-        if (r < 0)
-                return r;
-        r = get_entry(t, call, req->layer, req->inode, &e);
-        if (r >= 0 && e.type != TOC_TYPE_REGULAR) {
-                rpc_call_set_error(call, "inode %" PRIu64 " is not a regular file", req->inode);
-                r = -EINVAL;
-        }
+        if (want != NO_ENTRY)
+                r = get_entry(c.toc, call, c.layer, c.ino, &c.entry);
+        if (r >= 0 && want > ANY_TYPE)
+                r = check_type(&c, want);
         if (r >= 0)
-                memcpy(d.bytes, e.digest, DIGEST_SIZE);
-        relay_toc_put(relay, t);
-        if (r < 0)
-                return r;
+                r = reply(&c, req);
+        layer_call_release(&c);
+        return r;
+}
 
-        fd = image_store_open_object(relay->store, &d);
+static int read_content(LayerCall *c, const ProtobufCMessage *m) {
+        const Tonari__Layers__V1__ReadRequest *req = (const void *) m;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ uint8_t *buf = NULL;
+        uint64_t end, off, content_bytes = c->entry.size;
+        Digest d;
+        int r;
+
+        memcpy(d.bytes, c->entry.digest, DIGEST_SIZE);
+        layer_call_release(c);
+
+        fd = image_store_open_object(c->relay->store, &d);
         if (fd < 0) {
-                rpc_call_set_error(call, "the content of inode %" PRIu64 " is missing from the store", req->inode);
+                rpc_call_set_error(c->call, "the content of inode %" PRIu64 " is missing from the store", req->inode);
                 return fd == -ENOENT ? -EUCLEAN : fd;
         }
-        end = req->length == 0 || req->length > e.size - MIN(req->offset, e.size) ? e.size : req->offset + req->length;
+        end = req->length == 0 || req->length > content_bytes - MIN(req->offset, content_bytes) ?
+                      content_bytes :
+                      req->offset + req->length;
         buf = malloc(PIECE_BYTES);
         if (!buf)
                 return -ENOMEM;
         for (off = req->offset; off < end;) {
-                Tonari__Layers__V1__ReadPiece m = TONARI__LAYERS__V1__READ_PIECE__INIT;
+                Tonari__Layers__V1__ReadPiece p = TONARI__LAYERS__V1__READ_PIECE__INIT;
                 ssize_t k = pread(fd, buf, (size_t) MIN((uint64_t) PIECE_BYTES, end - off), (off_t) off);
 
                 if (k < 0 && errno == EINTR)
@@ -262,13 +320,14 @@ static int handle_read(RpcCall *call, const void *data, size_t size, void *userd
                 if (k < 0)
                         return -errno;
                 if (k == 0) {
-                        rpc_call_set_error(call, "the content of inode %" PRIu64 " is shorter than its size", req->inode);
+                        rpc_call_set_error(c->call, "the content of inode %" PRIu64 " is shorter than its size",
+                                           req->inode);
                         return -EUCLEAN;
                 }
-                m.offset = off;
-                m.data.data = buf;
-                m.data.len = (size_t) k;
-                r = rpc_call_send_proto(call, &m.base);
+                p.offset = off;
+                p.data.data = buf;
+                p.data.len = (size_t) k;
+                r = rpc_call_send_proto(c->call, &p.base);
                 if (r < 0)
                         return r;
                 off += (uint64_t) k;
@@ -276,107 +335,63 @@ static int handle_read(RpcCall *call, const void *data, size_t size, void *userd
         return 0;
 }
 
-static int reply_entry(RpcCall *call, Toc *t, const char *layer, uint64_t ino) {
+static int reply_entry(LayerCall *c, const ProtobufCMessage *req) {
         Tonari__Layers__V1__Entry m;
         char digest[DIGEST_STRING_MAX];
-        TocEntry e;
-        int r;
 
-        r = get_entry(t, call, layer, ino, &e);
-        if (r < 0)
-                return r;
-        entry_to_proto(&e, &m, digest);
-        return rpc_call_reply_proto(call, &m.base);
+        entry_to_proto(&c->entry, &m, digest);
+        return rpc_call_reply_proto(c->call, &m.base);
 }
 
-static int handle_lookup(RpcCall *call, const void *data, size_t size, void *userdata) {
-        Relay *relay = userdata;
+static int lookup(LayerCall *c, const ProtobufCMessage *m) {
+        const Tonari__Layers__V1__LookupRequest *req = (const void *) m;
         uint64_t ino;
-        Toc *t;
         int r;
 
-        _cleanup_proto_ Tonari__Layers__V1__LookupRequest *req = NULL;
-
-        r = rpc_call_unpack(call, &tonari__layers__v1__lookup_request__descriptor, data, size, (ProtobufCMessage **) &req);
-        if (r < 0)
-                return r;
         if (isempty(req->name) || strchr(req->name, '/') || streq(req->name, ".") || streq(req->name, "..")) {
-                rpc_call_set_error(call, "invalid name \"%s\"", req->name);
+                rpc_call_set_error(c->call, "invalid name \"%s\"", req->name);
                 return -EINVAL;
         }
-        r = open_toc(relay, call, req->layer, &t);
-        if (r < 0)
-                return r;
-        r = damaged(call, req->layer, toc_lookup(t, req->parent, req->name, strlen(req->name), &ino));
+        r = damaged(c->call, c->layer, toc_lookup(c->toc, req->parent, req->name, strlen(req->name), &ino));
         if (r == -ENOENT)
-                rpc_call_set_error(call, "no \"%s\" in inode %" PRIu64, req->name, req->parent);
+                rpc_call_set_error(c->call, "no \"%s\" in inode %" PRIu64, req->name, req->parent);
         else if (r == -ENOTDIR)
-                rpc_call_set_error(call, "inode %" PRIu64 " is not a directory", req->parent);
+                rpc_call_set_error(c->call, "inode %" PRIu64 " is not a directory", req->parent);
         if (r >= 0)
-                r = reply_entry(call, t, req->layer, ino);
-        relay_toc_put(relay, t);
+                r = get_entry(c->toc, c->call, c->layer, ino, &c->entry);
+        if (r >= 0)
+                r = reply_entry(c, m);
         return r;
 }
 
-static int handle_getattr(RpcCall *call, const void *data, size_t size, void *userdata) {
-        Relay *relay = userdata;
-        Toc *t;
-        int r;
-
-        _cleanup_proto_ Tonari__Layers__V1__GetAttrRequest *req = NULL;
-
-        r = rpc_call_unpack(call, &tonari__layers__v1__get_attr_request__descriptor, data, size, (ProtobufCMessage **) &req);
-        if (r < 0)
-                return r;
-        r = open_toc(relay, call, req->layer, &t);
-        if (r < 0)
-                return r;
-        r = reply_entry(call, t, req->layer, req->inode);
-        relay_toc_put(relay, t);
-        return r;
-}
-
-static int handle_readdir(RpcCall *call, const void *data, size_t size, void *userdata) {
-        Relay *relay = userdata;
+static int readdir_batches(LayerCall *c, const ProtobufCMessage *m) {
+        const Tonari__Layers__V1__ReadDirRequest *req = (const void *) m;
         /* Entries per batch: a few hundred names fit easily in one message. */
         enum { BATCH = 256 };
         Tonari__Layers__V1__DirEntry entries[BATCH], *ptrs[BATCH];
         Tonari__Layers__V1__Entry attrs[BATCH];
         char names[BATCH][TOC_NAME_MAX + 1], digests[BATCH][DIGEST_STRING_MAX];
+        const TocEntry *d = &c->entry;
         uint64_t sent = 0, i;
-        TocEntry d;
-        Toc *t;
-        int r;
+        int r = 0;
 
-        _cleanup_proto_ Tonari__Layers__V1__ReadDirRequest *req = NULL;
-
-        r = rpc_call_unpack(call, &tonari__layers__v1__read_dir_request__descriptor, data, size, (ProtobufCMessage **) &req);
-        if (r < 0)
-                return r;
-        r = open_toc(relay, call, req->layer, &t);
-        if (r < 0)
-                return r;
-        r = get_entry(t, call, req->layer, req->inode, &d);
-        if (r >= 0 && d.type != TOC_TYPE_DIRECTORY) {
-                rpc_call_set_error(call, "inode %" PRIu64 " is not a directory", req->inode);
-                r = -ENOTDIR;
-        }
-        for (i = req->offset; r >= 0 && i < d.n_children && (req->max_entries == 0 || sent < req->max_entries);) {
+        for (i = req->offset; r >= 0 && i < d->n_children && (req->max_entries == 0 || sent < req->max_entries);) {
                 Tonari__Layers__V1__DirBatch b = TONARI__LAYERS__V1__DIR_BATCH__INIT;
                 size_t n = 0;
 
-                for (; n < BATCH && i < d.n_children && (req->max_entries == 0 || sent < req->max_entries); n++, i++) {
-                        TocEntry c;
+                for (; n < BATCH && i < d->n_children && (req->max_entries == 0 || sent < req->max_entries);
+                     n++, i++) {
+                        TocEntry e;
 
-                        r = toc_child(t, &d, (uint32_t) i, &c);
+                        r = toc_child(c->toc, d, (uint32_t) i, &e);
                         if (r < 0) {
-                                rpc_call_set_error(call, "the table of contents of layer %s is damaged", req->layer);
+                                rpc_call_set_error(c->call, "the table of contents of layer %s is damaged", c->layer);
                                 r = -EUCLEAN;
                                 break;
                         }
-                        memcpy(names[n], c.name, c.name_len);
-                        names[n][c.name_len] = 0;
-                        entry_to_proto(&c, &attrs[n], digests[n]);
+                        memcpy(names[n], e.name, e.name_len);
+                        names[n][e.name_len] = 0;
+                        entry_to_proto(&e, &attrs[n], digests[n]);
                         entries[n] = (Tonari__Layers__V1__DirEntry) TONARI__LAYERS__V1__DIR_ENTRY__INIT;
                         entries[n].name = names[n];
                         entries[n].entry = &attrs[n];
@@ -388,69 +403,34 @@ static int handle_readdir(RpcCall *call, const void *data, size_t size, void *us
                         break;
                 b.n_entries = n;
                 b.entries = ptrs;
-                r = rpc_call_send_proto(call, &b.base);
+                r = rpc_call_send_proto(c->call, &b.base);
         }
-        relay_toc_put(relay, t);
         return r;
 }
 
-static int handle_readlink(RpcCall *call, const void *data, size_t size, void *userdata) {
-        Relay *relay = userdata;
+static int readlink_target(LayerCall *c, const ProtobufCMessage *req) {
         Tonari__Layers__V1__ReadLinkResponse m = TONARI__LAYERS__V1__READ_LINK_RESPONSE__INIT;
         _cleanup_free_ char *target = NULL;
-        TocEntry e;
-        Toc *t;
-        int r;
 
-        _cleanup_proto_ Tonari__Layers__V1__ReadLinkRequest *req = NULL;
-
-        r = rpc_call_unpack(call, &tonari__layers__v1__read_link_request__descriptor, data, size, (ProtobufCMessage **) &req);
-        if (r < 0)
-                return r;
-        r = open_toc(relay, call, req->layer, &t);
-        if (r < 0)
-                return r;
-        r = get_entry(t, call, req->layer, req->inode, &e);
-        if (r >= 0 && e.type != TOC_TYPE_SYMLINK) {
-                rpc_call_set_error(call, "inode %" PRIu64 " is not a symbolic link", req->inode);
-                r = -EINVAL;
-        }
-        if (r >= 0) {
-                target = memdup_suffix0(e.target, e.target_len);
-                r = target ? 0 : -ENOMEM;
-        }
-        relay_toc_put(relay, t);
-        if (r < 0)
-                return r;
+        target = memdup_suffix0(c->entry.target, c->entry.target_len);
+        if (!target)
+                return -ENOMEM;
         m.target = target;
-        return rpc_call_reply_proto(call, &m.base);
+        return rpc_call_reply_proto(c->call, &m.base);
 }
 
-static int handle_listxattr(RpcCall *call, const void *data, size_t size, void *userdata) {
-        Relay *relay = userdata;
+static int listxattr_names(LayerCall *c, const ProtobufCMessage *req) {
         Tonari__Layers__V1__ListXattrResponse m = TONARI__LAYERS__V1__LIST_XATTR_RESPONSE__INIT;
-        char **names = NULL;
-        TocEntry e;
-        Toc *t;
-        int r;
+        char **names;
+        int r = 0;
 
-        _cleanup_proto_ Tonari__Layers__V1__ListXattrRequest *req = NULL;
-
-        r = rpc_call_unpack(call, &tonari__layers__v1__list_xattr_request__descriptor, data, size, (ProtobufCMessage **) &req);
-        if (r < 0)
-                return r;
-        r = open_toc(relay, call, req->layer, &t);
-        if (r < 0)
-                return r;
-        r = get_entry(t, call, req->layer, req->inode, &e);
-        if (r >= 0) {
-                names = new0(char *, e.n_xattrs);
-                r = names ? 0 : -ENOMEM;
-        }
-        for (uint32_t k = 0; r >= 0 && k < e.n_xattrs; k++) {
+        names = new0(char *, c->entry.n_xattrs);
+        if (!names)
+                return -ENOMEM;
+        for (uint32_t k = 0; r >= 0 && k < c->entry.n_xattrs; k++) {
                 TocXattrView x;
 
-                r = damaged(call, req->layer, toc_xattr(t, &e, k, &x));
+                r = damaged(c->call, c->layer, toc_xattr(c->toc, &c->entry, k, &x));
                 if (r < 0)
                         break;
                 names[k] = memdup_suffix0(x.name, x.name_len);
@@ -458,58 +438,61 @@ static int handle_listxattr(RpcCall *call, const void *data, size_t size, void *
                 if (!names[k])
                         r = -ENOMEM;
         }
-        relay_toc_put(relay, t);
         if (r >= 0) {
                 m.names = names;
-                r = rpc_call_reply_proto(call, &m.base);
+                r = rpc_call_reply_proto(c->call, &m.base);
         }
-        for (size_t k = 0; names && k < m.n_names; k++)
+        for (size_t k = 0; k < m.n_names; k++)
                 free(names[k]);
         free(names);
         return r;
 }
 
-static int handle_getxattr(RpcCall *call, const void *data, size_t size, void *userdata) {
-        Relay *relay = userdata;
-        Tonari__Layers__V1__GetXattrResponse m = TONARI__LAYERS__V1__GET_XATTR_RESPONSE__INIT;
+static int getxattr_value(LayerCall *c, const ProtobufCMessage *m) {
+        const Tonari__Layers__V1__GetXattrRequest *req = (const void *) m;
+        Tonari__Layers__V1__GetXattrResponse reply = TONARI__LAYERS__V1__GET_XATTR_RESPONSE__INIT;
         _cleanup_free_ uint8_t *value = NULL;
         bool found = false;
-        TocEntry e;
-        Toc *t;
-        int r;
+        int r = 0;
 
-        _cleanup_proto_ Tonari__Layers__V1__GetXattrRequest *req = NULL;
-
-        r = rpc_call_unpack(call, &tonari__layers__v1__get_xattr_request__descriptor, data, size, (ProtobufCMessage **) &req);
-        if (r < 0)
-                return r;
-        r = open_toc(relay, call, req->layer, &t);
-        if (r < 0)
-                return r;
-        r = get_entry(t, call, req->layer, req->inode, &e);
-        for (uint32_t k = 0; r >= 0 && k < e.n_xattrs && !found; k++) {
+        for (uint32_t k = 0; r >= 0 && k < c->entry.n_xattrs && !found; k++) {
                 TocXattrView x;
 
-                r = damaged(call, req->layer, toc_xattr(t, &e, k, &x));
+                r = damaged(c->call, c->layer, toc_xattr(c->toc, &c->entry, k, &x));
                 if (r < 0)
                         break;
                 if (x.name_len == strlen(req->name) && memcmp(x.name, req->name, x.name_len) == 0) {
                         value = memdup(x.value, x.size);
                         r = value ? 0 : -ENOMEM;
-                        m.value.len = x.size;
+                        reply.value.len = x.size;
                         found = true;
                 }
         }
-        relay_toc_put(relay, t);
         if (r < 0)
                 return r;
         if (!found) {
-                rpc_call_set_error(call, "inode %" PRIu64 " has no extended attribute \"%s\"", req->inode, req->name);
+                rpc_call_set_error(c->call, "inode %" PRIu64 " has no extended attribute \"%s\"", req->inode,
+                                   req->name);
                 return -ENOENT;
         }
-        m.value.data = value;
-        return rpc_call_reply_proto(call, &m.base);
+        reply.value.data = value;
+        return rpc_call_reply_proto(c->call, &reply.base);
 }
+
+/* The handlers: which request, what of its inode, which reply. */
+#define DEFINE_LAYER_HANDLER(name, request, want, reply)                                               \
+        static int name(RpcCall *call, const void *data, size_t size, void *userdata) {                \
+                return layer_call(call, data, size, userdata, &tonari__layers__v1__##request##__descriptor, \
+                                  want, reply);                                                        \
+        }
+
+DEFINE_LAYER_HANDLER(handle_read, read_request, TOC_TYPE_REGULAR, read_content)
+DEFINE_LAYER_HANDLER(handle_lookup, lookup_request, NO_ENTRY, lookup)
+DEFINE_LAYER_HANDLER(handle_getattr, get_attr_request, ANY_TYPE, reply_entry)
+DEFINE_LAYER_HANDLER(handle_readdir, read_dir_request, TOC_TYPE_DIRECTORY, readdir_batches)
+DEFINE_LAYER_HANDLER(handle_readlink, read_link_request, TOC_TYPE_SYMLINK, readlink_target)
+DEFINE_LAYER_HANDLER(handle_listxattr, list_xattr_request, ANY_TYPE, listxattr_names)
+DEFINE_LAYER_HANDLER(handle_getxattr, get_xattr_request, ANY_TYPE, getxattr_value)
 
 int relay_register_layers_service(Relay *r) {
         static const struct {

@@ -32,6 +32,14 @@ int rpc_proto_unpack(const ProtobufCMessageDescriptor *d, const void *data, size
         return 0;
 }
 
+const void *rpc_proto_field(const ProtobufCMessage *m, const char *name, ProtobufCType t) {
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name);
+
+        if (!f || f->type != t || f->label == PROTOBUF_C_LABEL_REPEATED)
+                return NULL;
+        return (const uint8_t *) m + f->offset;
+}
+
 int rpc_call_reply_proto(RpcCall *c, const ProtobufCMessage *m) {
         uint8_t *buf;
         size_t n;

@@ -12,6 +12,10 @@
 int rpc_proto_unpack(const ProtobufCMessageDescriptor *d, const void *data, size_t size,
                      ProtobufCMessage **ret);
 
+/* The address of m's field called name if m has one holding a single value of type t, else NULL: for
+ * code that serves several message types with a field in common. */
+const void *rpc_proto_field(const ProtobufCMessage *m, const char *name, ProtobufCType t);
+
 /* For "_cleanup_proto_ Foo *m = NULL;" with any unpacked message type. */
 static inline void rpc_proto_freep(void *p) {
         ProtobufCMessage **m = p;
