@@ -16,7 +16,7 @@
 #include "rpc-proto.h"
 #include "string-util.h"
 
-#define SERVICE "/tonari.layers.v1.Layers/"
+#define SERVICE "tonari.layers.v1.Layers"
 /* Pieces of content: the size the protocol promises clients at most. */
 #define PIECE_BYTES (1024U * 1024U)
 /* Pieces of a ToC: smaller, since many clients fetch ToCs at once (every node mounting an image)
@@ -495,28 +495,17 @@ DEFINE_LAYER_HANDLER(handle_listxattr, list_xattr_request, ANY_TYPE, listxattr_n
 DEFINE_LAYER_HANDLER(handle_getxattr, get_xattr_request, ANY_TYPE, getxattr_value)
 
 int relay_register_layers_service(Relay *r) {
-        static const struct {
-                const char *method;
-                RpcMethodKind kind;
-                unsigned flags;
-                rpc_handler_t handler;
-        } methods[] = {
+        static const RpcMethod methods[] = {
                 /* Streams of content wait for the disk and the client: threads of their own. */
-                { SERVICE "GetToC", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_get_toc },
-                { SERVICE "Read", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_read },
-                { SERVICE "Lookup", RPC_UNARY, 0, handle_lookup },
-                { SERVICE "GetAttr", RPC_UNARY, 0, handle_getattr },
-                { SERVICE "ReadDir", RPC_SERVER_STREAM, 0, handle_readdir },
-                { SERVICE "ReadLink", RPC_UNARY, 0, handle_readlink },
-                { SERVICE "ListXattr", RPC_UNARY, 0, handle_listxattr },
-                { SERVICE "GetXattr", RPC_UNARY, 0, handle_getxattr },
+                { "GetToC", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_get_toc },
+                { "Read", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_read },
+                { "Lookup", RPC_UNARY, 0, handle_lookup },
+                { "GetAttr", RPC_UNARY, 0, handle_getattr },
+                { "ReadDir", RPC_SERVER_STREAM, 0, handle_readdir },
+                { "ReadLink", RPC_UNARY, 0, handle_readlink },
+                { "ListXattr", RPC_UNARY, 0, handle_listxattr },
+                { "GetXattr", RPC_UNARY, 0, handle_getxattr },
         };
-        int k;
 
-        FOREACH_ELEMENT(m, methods) {
-                k = rpc_server_add_method(r->server, m->method, m->kind, m->flags, m->handler, r);
-                if (k < 0)
-                        return k;
-        }
-        return 0;
+        return rpc_server_add_service(r->server, SERVICE, methods, ELEMENTSOF(methods), r);
 }

@@ -13,7 +13,7 @@
 #include "string-util.h"
 #include "time-util.h"
 
-#define SERVICE "/tonari.relay.v1.Relay/"
+#define SERVICE "tonari.relay.v1.Relay"
 
 
 typedef struct PullCall {
@@ -245,24 +245,13 @@ static int handle_gc(RpcCall *call, const void *data, size_t size, void *userdat
 }
 
 int relay_register_relay_service(Relay *r) {
-        static const struct {
-                const char *method;
-                RpcMethodKind kind;
-                unsigned flags;
-                rpc_handler_t handler;
-        } methods[] = {
-                { SERVICE "Pull", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_pull },
-                { SERVICE "ListImages", RPC_UNARY, 0, handle_list },
-                { SERVICE "GetImage", RPC_UNARY, 0, handle_get },
-                { SERVICE "RemoveImage", RPC_UNARY, 0, handle_remove },
-                { SERVICE "GC", RPC_UNARY, RPC_METHOD_BLOCKING, handle_gc },
+        static const RpcMethod methods[] = {
+                { "Pull", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_pull },
+                { "ListImages", RPC_UNARY, 0, handle_list },
+                { "GetImage", RPC_UNARY, 0, handle_get },
+                { "RemoveImage", RPC_UNARY, 0, handle_remove },
+                { "GC", RPC_UNARY, RPC_METHOD_BLOCKING, handle_gc },
         };
-        int k;
 
-        FOREACH_ELEMENT(m, methods) {
-                k = rpc_server_add_method(r->server, m->method, m->kind, m->flags, m->handler, r);
-                if (k < 0)
-                        return k;
-        }
-        return 0;
+        return rpc_server_add_service(r->server, SERVICE, methods, ELEMENTSOF(methods), r);
 }

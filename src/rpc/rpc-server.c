@@ -152,6 +152,22 @@ int rpc_server_add_method(RpcServer *s, const char *path, RpcMethodKind kind, un
         return 0;
 }
 
+int rpc_server_add_service(RpcServer *s, const char *service, const RpcMethod *methods, size_t n_methods,
+                           void *userdata) {
+        for (size_t i = 0; i < n_methods; i++) {
+                _cleanup_free_ char *path = NULL;
+                int r;
+
+                if (asprintf(&path, "/%s/%s", service, methods[i].name) < 0)
+                        return -ENOMEM;
+                r = rpc_server_add_method(s, path, methods[i].kind, methods[i].flags, methods[i].handler,
+                                          userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* 1 if a process accepts connections on the unix socket at path. */
 static int unix_socket_alive(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };

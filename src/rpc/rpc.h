@@ -71,6 +71,17 @@ int rpc_server_new(const RpcOptions *o, RpcServer **ret);
 /* path: "/package.Service/Method". Before rpc_server_start(). */
 int rpc_server_add_method(RpcServer *s, const char *path, RpcMethodKind kind, unsigned flags,
                           rpc_handler_t handler, void *userdata);
+
+typedef struct RpcMethod {
+        const char *name; /* "Method" */
+        RpcMethodKind kind;
+        unsigned flags;
+        rpc_handler_t handler;
+} RpcMethod;
+/* rpc_server_add_method() of each of a service's methods, as "/package.Service/Method", all with the
+ * same userdata. service: "package.Service". */
+int rpc_server_add_service(RpcServer *s, const char *service, const RpcMethod *methods, size_t n_methods,
+                           void *userdata);
 /*
  * Before rpc_server_start(). "unix:/path": a stale socket at path is replaced, a live one (some
  * process accepts on it) is -EADDRINUSE, so is anything else there; a missing directory is
