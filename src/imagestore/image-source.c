@@ -192,7 +192,7 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
                            char **ret_error) {
         _cleanup_(tar_locale_leave) locale_t old_locale = (locale_t) 0;
         _cleanup_close_ int fd = -EBADF;
-        struct archive *a;
+        _cleanup_archive_ struct archive *a = NULL;
         struct archive_entry *e;
         unsigned n_entries = 0;
         int r = 0, k;
@@ -215,7 +215,7 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
         if (archive_read_open_fd(a, fd, READ_CHUNK_BYTES) != ARCHIVE_OK) {
                 k = archive_errno(a);
                 r = set_error_message(ret_error, k > 0 ? -k : -EBADMSG, "%s: %s", path, archive_error_string(a));
-                goto finish;
+                return r;
         }
 
         while ((k = tar_next_header(a, &e)) == ARCHIVE_OK) {
@@ -227,11 +227,11 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
 
                 if (++n_entries > ARCHIVE_ENTRIES_MAX) {
                         r = set_error_message(ret_error, -E2BIG, "%s: more than %u entries", path, ARCHIVE_ENTRIES_MAX);
-                        goto finish;
+                        return r;
                 }
                 if (cancel_requested(cancel)) {
                         r = set_error_message(ret_error, -ECANCELED, "cancelled");
-                        goto finish;
+                        return r;
                 }
                 if (!name)
                         continue;
@@ -242,33 +242,31 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
 
                 r = mkdirat_parents(work_fd, name, 0700);
                 if (r < 0)
-                        goto finish;
+                        return r;
                 /* O_EXCL: a name twice in the archive is refused, not silently replaced. */
                 out = openat(work_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (out < 0) {
                         r = set_error_message(ret_error, errno == EEXIST ? -EBADMSG : -errno, "%s: \"%s\": %s", path,
                                               name, errno == EEXIST ? "appears twice" : strerror(errno));
-                        goto finish;
+                        return r;
                 }
                 while ((k = archive_read_data_block(a, &block, &size, &offset)) == ARCHIVE_OK) {
                         if (cancel_requested(cancel)) {
                                 r = set_error_message(ret_error, -ECANCELED, "cancelled");
-                                goto finish;
+                                return r;
                         }
                         if (pwrite(out, block, size, offset) != (ssize_t) size) {
                                 r = set_error_message(ret_error, -errno ?: -EIO, "%s: %m", name);
-                                goto finish;
+                                return r;
                         }
                 }
                 if (k != ARCHIVE_EOF) {
                         r = set_error_message(ret_error, -EBADMSG, "%s: \"%s\": %s", path, name, archive_error_string(a));
-                        goto finish;
+                        return r;
                 }
         }
         if (k != ARCHIVE_EOF)
                 r = set_error_message(ret_error, -EBADMSG, "%s: %s", path, archive_error_string(a));
-finish:
-        archive_read_free(a);
         return r;
 }
 

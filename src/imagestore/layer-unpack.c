@@ -61,7 +61,7 @@ static la_ssize_t stream_read(struct archive *a, void *userdata, const void **re
 }
 
 static int open_decompressor(int blob_fd, OciCompression compression, struct archive **ret) {
-        struct archive *a = archive_read_new();
+        _cleanup_archive_ struct archive *a = archive_read_new();
         struct archive_entry *e;
         int k;
 
@@ -81,11 +81,9 @@ static int open_decompressor(int blob_fd, OciCompression compression, struct arc
         if (k != ARCHIVE_OK || archive_read_support_format_raw(a) != ARCHIVE_OK ||
             archive_read_open_fd(a, blob_fd, UNPACK_BUFFER_BYTES) != ARCHIVE_OK ||
             archive_read_next_header(a, &e) != ARCHIVE_OK ||
-            (compression != OCI_COMPRESSION_NONE && archive_filter_count(a) < 2)) {
-                archive_read_free(a);
+            (compression != OCI_COMPRESSION_NONE && archive_filter_count(a) < 2))
                 return -EBADMSG;
-        }
-        *ret = a;
+        *ret = TAKE_PTR(a);
         return 0;
 }
 
@@ -231,7 +229,8 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
         _cleanup_hasher_ Hasher *hasher = NULL;
         _cleanup_free_ uint8_t *buffer = NULL, *content_buffer = NULL;
         _cleanup_(tar_locale_leave) locale_t old_locale = (locale_t) 0;
-        struct archive *tar = NULL;
+        _cleanup_archive_ struct archive *decompressor = NULL;
+        _cleanup_archive_ struct archive *tar = NULL; /* freed first: it reads from decompressor */
         struct archive_entry *e;
         Stream st = {};
         LayerStats stats = {};
@@ -253,23 +252,22 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
         if (r < 0)
                 return r;
 
-        r = open_decompressor(blob_fd, compression, &st.decompressor);
+        r = open_decompressor(blob_fd, compression, &decompressor);
         if (r < 0)
                 return set_error_message(ret_error, r, "the layer is not a %s tar",
                                          compression == OCI_COMPRESSION_GZIP ? "gzip-compressed" :
                                          compression == OCI_COMPRESSION_ZSTD ? "zstd-compressed" : "plain");
+        st.decompressor = decompressor;
         st.hasher = hasher;
         st.buffer = buffer;
 
         tar = archive_read_new();
-        if (!tar) {
-                r = -ENOMEM;
-                goto finish;
-        }
+        if (!tar)
+                return -ENOMEM;
         archive_read_support_format_tar(tar);
         if (archive_read_open(tar, &st, NULL, stream_read, NULL) != ARCHIVE_OK) {
                 r = set_error_message(ret_error, st.error ?: -EBADMSG, "layer: %s", archive_error_string(tar));
-                goto finish;
+                return r;
         }
 
         while ((k = tar_next_header(tar, &e)) == ARCHIVE_OK) {
@@ -283,17 +281,17 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
 
                 if (++n_entries > LAYER_ENTRIES_MAX) {
                         r = set_error_message(ret_error, -E2BIG, "layer has more than %u entries", LAYER_ENTRIES_MAX);
-                        goto finish;
+                        return r;
                 }
                 if (cancel_requested(cancel)) {
                         r = set_error_message(ret_error, -ECANCELED, "cancelled");
-                        goto finish;
+                        return r;
                 }
                 r = normalize_name(archive_entry_pathname(e), &path);
                 if (r < 0) {
                         r = set_error_message(ret_error, r, "layer entry \"%s\": invalid path",
                                               strna(archive_entry_pathname(e)));
-                        goto finish;
+                        return r;
                 }
 
                 name = split_name(path, &parent);
@@ -304,7 +302,7 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                         if (r < 0) {
                                 r = set_error_message(ret_error, layer_error(r), "layer entry \"%s/%s\": %s", parent, name,
                                                       strerror(-r));
-                                goto finish;
+                                return r;
                         }
                         continue;
                 }
@@ -329,7 +327,7 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                         if (r < 0) {
                                 r = set_error_message(ret_error, layer_error(r), "layer entry \"%s\": %s",
                                                       archive_entry_pathname(e), strerror(-r));
-                                goto finish;
+                                return r;
                         }
                         continue;
                 }
@@ -339,7 +337,7 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                         if (n_xattrs == ENTRY_XATTRS_MAX || xsize > ENTRY_XATTR_BYTES_MAX - xattr_bytes) {
                                 r = set_error_message(ret_error, -E2BIG, "layer entry \"%s\": too many extended attributes",
                                                       archive_entry_pathname(e));
-                                goto finish;
+                                return r;
                         }
                         xattr_bytes += xsize;
                         xattrs[n_xattrs++] = (TocXattr) { .name = xname, .value = xvalue, .size = xsize };
@@ -352,7 +350,7 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                         if (r < 0 || isempty(target)) {
                                 r = set_error_message(ret_error, -EBADMSG, "layer entry \"%s\": invalid link target \"%s\"",
                                                       archive_entry_pathname(e), archive_entry_hardlink(e));
-                                goto finish;
+                                return r;
                         }
                         spec.type = TOC_TYPE_HARDLINK;
                         spec.link_target = target;
@@ -365,13 +363,13 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                                                  &stats.new_objects, content_buffer);
                                 if (r == -ECANCELED) {
                                         r = set_error_message(ret_error, r, "cancelled");
-                                        goto finish;
+                                        return r;
                                 }
                                 if (r < 0) {
                                         r = set_error_message(ret_error, st.error ?: r, "layer entry \"%s\": %s",
                                                               archive_entry_pathname(e),
                                                               r == -EBADMSG ? archive_error_string(tar) : strerror(-r));
-                                        goto finish;
+                                        return r;
                                 }
                                 break;
                         case AE_IFDIR:
@@ -385,7 +383,7 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                                 if (isempty(spec.link_target)) {
                                         r = set_error_message(ret_error, -EBADMSG, "layer entry \"%s\": empty symlink",
                                                               archive_entry_pathname(e));
-                                        goto finish;
+                                        return r;
                                 }
                                 break;
                         case AE_IFCHR:
@@ -403,7 +401,7 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                         default:
                                 r = set_error_message(ret_error, -EBADMSG, "layer entry \"%s\": unknown file type 0%o",
                                                       archive_entry_pathname(e), (unsigned) archive_entry_filetype(e));
-                                goto finish;
+                                return r;
                         }
 
                 r = toc_writer_add(toc, &spec);
@@ -411,12 +409,12 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                 if (r < 0) {
                         r = set_error_message(ret_error, layer_error(r), "layer entry \"%s\": %s", archive_entry_pathname(e),
                                               strerror(-r));
-                        goto finish;
+                        return r;
                 }
         }
         if (k != ARCHIVE_EOF) {
                 r = set_error_message(ret_error, st.error ?: -EBADMSG, "layer: %s", archive_error_string(tar));
-                goto finish;
+                return r;
         }
 
         /* The tar reader stops at the end-of-archive blocks; the diff_id covers the padding after
@@ -426,17 +424,17 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
 
                 if (n < 0) {
                         r = set_error_message(ret_error, -EBADMSG, "layer: %s", archive_error_string(st.decompressor));
-                        goto finish;
+                        return r;
                 }
                 if (n == 0)
                         break;
                 r = hasher_update(hasher, buffer, (size_t) n);
                 if (r < 0)
-                        goto finish;
+                        return r;
         }
         r = hasher_finish(hasher, &stats.diff_id);
         if (r < 0)
-                goto finish;
+                return r;
 
         r = toc_writer_finish_buffer(toc, &toc_data, &toc_size);
         if (r < 0) {
@@ -444,7 +442,7 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                                       "layer: a hard link names an entry the layer does not have, or the table of "
                                       "contents would be too large: %s",
                                       strerror(-r));
-                goto finish;
+                return r;
         }
         /* The numbers recorded for the layer are read back from its ToC, as any later reader sees
          * it (which also checks what the writer made). */
@@ -456,24 +454,19 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
         if (r < 0) {
                 r = set_error_message(ret_error, r == -EBADMSG ? -EIO : r, "layer: the table of contents written "
                                       "cannot be read back: %s", strerror(-r));
-                goto finish;
+                return r;
         }
         stats.toc_bytes = toc_size;
         *ret_toc = TAKE_PTR(toc_data);
         *ret_toc_size = toc_size;
         *ret = stats;
-        r = 0;
-finish:
-        if (tar)
-                archive_read_free(tar);
-        archive_read_free(st.decompressor);
-        return r;
+        return 0;
 }
 
 int layer_diff_id(int blob_fd, OciCompression compression, const Cancel *cancel, Digest *ret, char **ret_error) {
         _cleanup_hasher_ Hasher *hasher = NULL;
         _cleanup_free_ uint8_t *buffer = NULL;
-        struct archive *a = NULL;
+        _cleanup_archive_ struct archive *a = NULL;
         int r;
 
         buffer = malloc(UNPACK_BUFFER_BYTES);
@@ -507,6 +500,5 @@ int layer_diff_id(int blob_fd, OciCompression compression, const Cancel *cancel,
                 if (r < 0)
                         break;
         }
-        archive_read_free(a);
         return r;
 }

@@ -18,6 +18,12 @@
 #include <archive_entry.h>
 #include <locale.h>
 
+#include "macro.h"
+
+/* The one way a reader is freed: "_cleanup_archive_ struct archive *a = NULL;". */
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive *, archive_read_free);
+#define _cleanup_archive_ _cleanup_(archive_read_freep)
+
 /* Switches the calling thread to the "C" locale; *ret_old is what to restore. */
 int tar_locale_enter(locale_t *ret_old);
 /* Restores the thread's locale (cleanup-compatible; (locale_t) 0 does nothing). */
