@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -520,18 +521,56 @@ static int parse_argv(int argc, char *argv[]) {
 /*
  * The image commands talk gRPC, which this tonarictl does not link (hosts without a relay should
  * not need libgrpc): they are in tonarictl-relay, from the tonari-relay package, which gets the
- * whole command line. $TONARICTL_RELAY names another one (the tests use the build tree's).
+ * whole command line. Which one (documented in tonarictl(1)): $TONARICTL_RELAY if set; else, when
+ * this tonarictl runs from the top of a meson build directory (it holds meson-private/), the
+ * tonarictl-relay of that build, so that a build tree never runs an installed helper of another
+ * version; else the installed one.
  */
 static char **saved_argv;
 
+/* The directory of this tonarictl if it is the top of a meson build directory, else NULL. */
+static char *build_dir(void) {
+        _cleanup_free_ char *exe = NULL, *marker = NULL;
+        char *slash;
+        struct stat st;
+
+        exe = realpath("/proc/self/exe", NULL);
+        if (!exe)
+                return NULL;
+        slash = strrchr(exe, '/');
+        if (!slash || slash == exe)
+                return NULL;
+        *slash = 0;
+        marker = path_join(exe, "meson-private");
+        if (!marker || stat(marker, &st) < 0 || !S_ISDIR(st.st_mode))
+                return NULL;
+        return TAKE_PTR(exe);
+}
+
 static int verb_image_helper(int argc, char *argv[]) {
-        const char *helper = getenv("TONARICTL_RELAY") ?: TONARICTL_RELAY_PATH;
+        _cleanup_free_ char *dir = NULL, *built = NULL;
+        const char *helper = secure_getenv("TONARICTL_RELAY");
+
+        if (!helper) {
+                dir = build_dir();
+                if (dir) {
+                        built = path_join(dir, "tonarictl-relay");
+                        if (!built)
+                                return log_oom();
+                }
+                helper = built ?: TONARICTL_RELAY_PATH;
+        }
 
         execv(helper, saved_argv);
-        if (errno == ENOENT)
-                return log_error_errno(ENOPKG, "'image' commands need the tonari-relay package (%s is missing).",
-                                       helper);
-        return log_error_errno(errno, "Failed to run %s: %m", helper);
+        if (errno != ENOENT)
+                return log_error_errno(errno, "Failed to run %s: %m", helper);
+        if (dir)
+                return log_error_errno(ENOPKG,
+                                       "'image' commands need tonarictl-relay (the tonari-relay package ships it); "
+                                       "this tonarictl runs from the build directory %s, which has none (%s is "
+                                       "missing): build it there (-Drelay=enabled), or set $TONARICTL_RELAY.",
+                                       dir, helper);
+        return log_error_errno(ENOPKG, "'image' commands need the tonari-relay package (%s is missing).", helper);
 }
 #endif
 

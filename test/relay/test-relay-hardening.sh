@@ -450,4 +450,22 @@ testcase_sizes_after_kill_mid_pull() {
         ctl image remove two
 }
 
+testcase_the_build_tree_runs_its_own_helper() {
+        local fake=$WORK/fake-build out rc=0
+
+        # tonarictl of the build tree, without $TONARICTL_RELAY: the build's tonarictl-relay, not an
+        # installed one (there is none on a developer's machine).
+        [[ -d $(dirname "$TONARICTL")/meson-private ]]
+        [[ -x $(dirname "$TONARICTL")/tonarictl-relay ]]
+        env -u TONARICTL_RELAY "$TONARICTL" --relay="unix:$WORK/relay.sock" image list >/dev/null
+        # A build without tonarictl-relay says so, with the path it tried, and fails.
+        mkdir -p "$fake/meson-private"
+        cp "$TONARICTL" "$fake/tonarictl"
+        out=$(env -u TONARICTL_RELAY "$fake/tonarictl" --relay="unix:$WORK/relay.sock" image list 2>&1) || rc=$?
+        assert_eq 1 "$rc"
+        assert_match "$fake/tonarictl-relay is missing" "$out"
+        assert_match "tonari-relay package" "$out"
+        rm -rf "$fake"
+}
+
 run_testcases
