@@ -28,50 +28,49 @@ int safe_atou64(const char *s, uint64_t *ret) {
         return 0;
 }
 
-int safe_atou32(const char *s, uint32_t *ret) {
+/* safe_atou64(), and -ERANGE above max: the narrower types below. */
+static int atou64_max(const char *s, uint64_t max, uint64_t *ret) {
         uint64_t v;
         int r;
 
         r = safe_atou64(s, &v);
         if (r < 0)
                 return r;
-        if (v > UINT32_MAX)
+        if (v > max)
                 return -ERANGE;
-        if (ret)
-                *ret = (uint32_t) v;
+        *ret = v;
         return 0;
+}
+
+int safe_atou32(const char *s, uint32_t *ret) {
+        uint64_t v;
+        int r = atou64_max(s, UINT32_MAX, &v);
+
+        if (r >= 0 && ret)
+                *ret = (uint32_t) v;
+        return r;
 }
 
 int safe_atou(const char *s, unsigned *ret) {
         uint64_t v;
-        int r;
+        int r = atou64_max(s, UINT_MAX, &v);
 
-        r = safe_atou64(s, &v);
-        if (r < 0)
-                return r;
-        if (v > UINT_MAX)
-                return -ERANGE;
-        if (ret)
+        if (r >= 0 && ret)
                 *ret = (unsigned) v;
-        return 0;
+        return r;
 }
 
 int safe_atoi64(const char *s, int64_t *ret) {
-        long long v;
-        char *end;
+        bool negative = s && s[0] == '-';
+        uint64_t v;
+        int r;
 
-        if (!s)
-                return -EINVAL;
-        if (!isdigit((unsigned char) s[0]) && !(s[0] == '-' && isdigit((unsigned char) s[1])))
-                return -EINVAL;
-        errno = 0;
-        v = strtoll(s, &end, 10);
-        if (errno == ERANGE)
-                return -ERANGE;
-        if (errno != 0 || *end != '\0')
-                return -EINVAL;
+        /* The digits are safe_atou64()'s; a magnitude of 2^63 is INT64_MIN only. */
+        r = atou64_max(negative ? s + 1 : s, negative ? (uint64_t) INT64_MAX + 1 : INT64_MAX, &v);
+        if (r < 0)
+                return r;
         if (ret)
-                *ret = (int64_t) v;
+                *ret = !negative ? (int64_t) v : v > INT64_MAX ? INT64_MIN : -(int64_t) v;
         return 0;
 }
 

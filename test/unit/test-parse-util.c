@@ -45,6 +45,12 @@ START_TEST(test_safe_atou32_atoi) {
         ck_assert_int_eq(safe_atoi64("-9223372036854775809", &l), -ERANGE);
         ck_assert_int_eq(safe_atoi64("9223372036854775807", &l), 0);
         ck_assert(l == INT64_MAX);
+        ck_assert_int_eq(safe_atoi64("9223372036854775808", &l), -ERANGE);
+        ck_assert_int_eq(safe_atoi64("-9223372036854775808", &l), 0);
+        ck_assert(l == INT64_MIN);
+        ck_assert_int_eq(safe_atoi64("-0", &l), 0);
+        ck_assert(l == 0);
+        ck_assert_int_eq(safe_atoi64("-18446744073709551616", &l), -ERANGE);
 }
 END_TEST
 
