@@ -38,37 +38,35 @@ static bool registry_host_is_valid(const char *h) {
         return ref && image_reference_parse(ref, &r) >= 0 && streq(r->host, h);
 }
 
-static int parse_list(const char *file, unsigned line, const char *key, const char *value, RelayAddressList *list,
-                      bool (*valid)(const char *), const char *expected) {
-        _cleanup_strv_free_ char **words = NULL;
-        int r;
+static int parse_listen_address(const char *word, void *ret) {
+        if (!listen_address_is_valid(word) || strlen(word) >= RELAY_ADDRESS_MAX)
+                return -EINVAL;
+        strcpy(ret, word);
+        return 0;
+}
 
-        r = strv_split(value, " \t", &words);
-        if (r < 0)
-                return log_oom();
-        STRV_FOREACH(w, words) {
-                if (!valid(*w) || strlen(*w) >= RELAY_ADDRESS_MAX) {
-                        _cleanup_free_ char *e = cescape(*w);
-                        return log_error_errno(EINVAL, "%s:%u: Invalid %s= entry '%s': expected %s.", file, line, key,
-                                               strna(e), expected);
-                }
-                if (list->n >= RELAY_LIST_MAX)
-                        return log_error_errno(E2BIG, "%s:%u: %s= lists more than %u entries.", file, line, key,
-                                               RELAY_LIST_MAX);
-                strcpy(list->items[list->n++], *w);
-        }
+static int parse_registry_host(const char *word, void *ret) {
+        if (!registry_host_is_valid(word) || strlen(word) >= RELAY_ADDRESS_MAX)
+                return -EINVAL;
+        strcpy(ret, word);
         return 0;
 }
 
 static int config_parse_listen(const char *file, unsigned line, const char *section, const char *key,
                                const char *value, void *data) {
-        return parse_list(file, line, key, value, data, listen_address_is_valid,
-                          "unix:/absolute/path, HOST:PORT or [IPV6]:PORT");
+        RelayAddressList *l = data;
+
+        return config_parse_word_list(file, line, key, value, l->items, &l->n, RELAY_LIST_MAX, RELAY_ADDRESS_MAX,
+                                      parse_listen_address,
+                                      "expected unix:/absolute/path, HOST:PORT or [IPV6]:PORT");
 }
 
 static int config_parse_registries(const char *file, unsigned line, const char *section, const char *key,
                                    const char *value, void *data) {
-        return parse_list(file, line, key, value, data, registry_host_is_valid, "a registry host such as 127.0.0.1:5000");
+        RelayAddressList *l = data;
+
+        return config_parse_word_list(file, line, key, value, l->items, &l->n, RELAY_LIST_MAX, RELAY_ADDRESS_MAX,
+                                      parse_registry_host, "expected a registry host such as 127.0.0.1:5000");
 }
 
 static const ConfigItem relay_config_table[] = {

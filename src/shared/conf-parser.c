@@ -275,40 +275,56 @@ static int resolve_id(const char *word, bool group, uint32_t *ret) {
         return 0;
 }
 
-static int parse_id_list(const char *file, unsigned line, const char *key, const char *value, bool group,
-                         ConfigIdList *list) {
+int config_parse_word_list(const char *file, unsigned line, const char *key, const char *value, void *items,
+                           size_t *n, size_t max, size_t item_size, int (*parse_word)(const char *word, void *ret),
+                           const char *why) {
         _cleanup_strv_free_ char **words = NULL;
+        _cleanup_free_ void *item = NULL;
         int r;
 
         r = strv_split(value, " \t", &words);
-        if (r < 0)
+        item = malloc(item_size);
+        if (r < 0 || !item)
                 return log_oom();
         STRV_FOREACH(w, words) {
-                uint32_t id;
-
-                if (resolve_id(*w, group, &id) < 0) {
+                if (parse_word(*w, item) < 0) {
                         _cleanup_free_ char *e = cescape(*w);
-                        return log_error_errno(EINVAL, "%s:%u: Invalid %s= entry '%s': no such %s.", file, line, key,
-                                               strna(e), group ? "group" : "user");
+                        return log_error_errno(EINVAL, "%s:%u: Invalid %s= entry '%s': %s.", file, line, key,
+                                               strna(e), why);
                 }
-                if (list->n >= CONFIG_ID_LIST_MAX)
-                        return log_error_errno(E2BIG, "%s:%u: %s= lists more than %u entries.", file, line, key,
-                                               CONFIG_ID_LIST_MAX);
-                list->ids[list->n++] = id;
+                if (*n >= max)
+                        return log_error_errno(E2BIG, "%s:%u: %s= lists more than %zu entries.", file, line, key,
+                                               max);
+                memcpy((uint8_t *) items + *n * item_size, item, item_size);
+                (*n)++;
         }
         return 0;
 }
 
+static int parse_user(const char *word, void *ret) {
+        return resolve_id(word, false, ret);
+}
+
+static int parse_group(const char *word, void *ret) {
+        return resolve_id(word, true, ret);
+}
+
 int config_parse_user_list(const char *file, unsigned line, const char *section, const char *key,
                            const char *value, void *data) {
+        ConfigIdList *l = data;
+
         (void) section;
-        return parse_id_list(file, line, key, value, false, data);
+        return config_parse_word_list(file, line, key, value, l->ids, &l->n, CONFIG_ID_LIST_MAX, sizeof(uint32_t),
+                                      parse_user, "no such user");
 }
 
 int config_parse_group_list(const char *file, unsigned line, const char *section, const char *key,
                             const char *value, void *data) {
+        ConfigIdList *l = data;
+
         (void) section;
-        return parse_id_list(file, line, key, value, true, data);
+        return config_parse_word_list(file, line, key, value, l->ids, &l->n, CONFIG_ID_LIST_MAX, sizeof(uint32_t),
+                                      parse_group, "no such group");
 }
 
 int config_parse_unsigned(const char *file, unsigned line, const char *section, const char *key,

@@ -76,6 +76,15 @@ typedef struct ConfigIdList {
         uint32_t ids[CONFIG_ID_LIST_MAX];
 } ConfigIdList;
 
+/*
+ * For list settings in a fixed array: each space-separated word of value is parsed by parse_word()
+ * into an item of item_size bytes and appended to items, where *n are already; a word it refuses
+ * (< 0) is an error "Invalid KEY= entry 'WORD': <why>.", and so is an item beyond max.
+ */
+int config_parse_word_list(const char *file, unsigned line, const char *key, const char *value, void *items,
+                           size_t *n, size_t max, size_t item_size, int (*parse_word)(const char *word, void *ret),
+                           const char *why);
+
 /* Value parsers for ConfigItem.parse. */
 int config_parse_log_level(const char *file, unsigned line, const char *section, const char *key,
                            const char *value, void *data); /* int, syslog level */
