@@ -78,7 +78,8 @@
                 _fd;                                                                                   \
         })
 
-/* Defines funcp(), suitable for _cleanup_(), for a destructor that accepts non-NULL only. */
+/* Defines funcp(), suitable for _cleanup_(), for the destructor func; it is called for non-NULL
+ * only, so a destructor that does not accept NULL serves too. */
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                        \
         static inline void func##p(type *p) {                                                          \
                 if (*p)                                                                                \

@@ -50,9 +50,7 @@ int hasher_update(Hasher *h, const void *data, size_t size);
 /* Ends the stream and resets the hasher, so that it can hash the next stream. */
 int hasher_finish(Hasher *h, Digest *ret);
 Hasher *hasher_free(Hasher *h);
-static inline void hasher_freep(Hasher **h) {
-        hasher_free(*h);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Hasher *, hasher_free);
 #define _cleanup_hasher_ _cleanup_(hasher_freep)
 
 /* sha256 of one buffer. */

@@ -66,9 +66,7 @@ typedef struct ImageRecord {
 } ImageRecord;
 
 ImageRecord *image_record_free(ImageRecord *r);
-static inline void image_record_freep(ImageRecord **r) {
-        image_record_free(*r);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(ImageRecord *, image_record_free);
 #define _cleanup_image_record_ _cleanup_(image_record_freep)
 int image_record_copy(const ImageRecord *r, ImageRecord **ret);
 

@@ -33,9 +33,7 @@ typedef struct ImageSourceOptions {
 int image_source_open(const ImageReference *ref, const ImageSourceOptions *options, ImageSource **ret,
                       char **ret_error);
 ImageSource *image_source_free(ImageSource *s);
-static inline void image_source_freep(ImageSource **s) {
-        image_source_free(*s);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(ImageSource *, image_source_free);
 #define _cleanup_image_source_ _cleanup_(image_source_freep)
 
 /*

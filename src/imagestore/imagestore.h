@@ -24,9 +24,7 @@ typedef struct ImageStore ImageStore;
 /* Opens the store at path (creating it); -EBUSY when another process has it open. */
 int image_store_open(const char *path, ImageStore **ret, char **ret_error);
 ImageStore *image_store_free(ImageStore *is);
-static inline void image_store_freep(ImageStore **is) {
-        image_store_free(*is);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(ImageStore *, image_store_free);
 #define _cleanup_image_store_ _cleanup_(image_store_freep)
 
 typedef enum PullPhase {

@@ -41,9 +41,7 @@ typedef struct ImageReference {
 } ImageReference;
 
 ImageReference *image_reference_free(ImageReference *r);
-static inline void image_reference_freep(ImageReference **r) {
-        image_reference_free(*r);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(ImageReference *, image_reference_free);
 #define _cleanup_image_reference_ _cleanup_(image_reference_freep)
 
 /*
@@ -113,9 +111,7 @@ typedef struct OciManifest {
 } OciManifest;
 
 OciManifest *oci_manifest_free(OciManifest *m);
-static inline void oci_manifest_freep(OciManifest **m) {
-        oci_manifest_free(*m);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(OciManifest *, oci_manifest_free);
 #define _cleanup_oci_manifest_ _cleanup_(oci_manifest_freep)
 
 /*
@@ -140,9 +136,7 @@ typedef struct OciImageConfig {
 } OciImageConfig;
 
 OciImageConfig *oci_image_config_free(OciImageConfig *c);
-static inline void oci_image_config_freep(OciImageConfig **c) {
-        oci_image_config_free(*c);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(OciImageConfig *, oci_image_config_free);
 #define _cleanup_oci_image_config_ _cleanup_(oci_image_config_freep)
 
 /* Parses an image config; only what the relay needs (platform, rootfs.diff_ids) is kept. */

@@ -24,9 +24,7 @@ typedef struct RegistryClient RegistryClient;
 /* host is "name[:port]" or "[v6]:port"; plain_http talks HTTP instead of HTTPS. */
 int registry_client_new(const char *host, bool plain_http, RegistryClient **ret);
 RegistryClient *registry_client_free(RegistryClient *c);
-static inline void registry_client_freep(RegistryClient **c) {
-        registry_client_free(*c);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(RegistryClient *, registry_client_free);
 #define _cleanup_registry_client_ _cleanup_(registry_client_freep)
 
 /* CA bundle for HTTPS (tests use their own); NULL: the system's. */

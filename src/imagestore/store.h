@@ -38,9 +38,7 @@ typedef enum StoreKind {
 /* Opens (and creates) the store at path. -EBUSY when another process holds it. */
 int store_open(const char *path, Store **ret);
 Store *store_free(Store *s);
-static inline void store_freep(Store **s) {
-        store_free(*s);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Store *, store_free);
 #define _cleanup_store_ _cleanup_(store_freep)
 
 const char *store_root(const Store *s);
@@ -83,7 +81,5 @@ int store_writer_fd(StoreWriter *w);
 uint64_t store_writer_size(const StoreWriter *w);
 /* Without commit, discards what was written. */
 StoreWriter *store_writer_free(StoreWriter *w);
-static inline void store_writer_freep(StoreWriter **w) {
-        store_writer_free(*w);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(StoreWriter *, store_writer_free);
 #define _cleanup_store_writer_ _cleanup_(store_writer_freep)

@@ -89,9 +89,7 @@ typedef struct TocEntrySpec {
 
 int toc_writer_new(uint32_t chunk_size, TocWriter **ret);
 TocWriter *toc_writer_free(TocWriter *w);
-static inline void toc_writer_freep(TocWriter **w) {
-        toc_writer_free(*w);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(TocWriter *, toc_writer_free);
 
 /*
  * Adds an entry; a later entry for the same path replaces the earlier one (a directory replaced
@@ -161,9 +159,7 @@ int toc_open_buffer(const void *data, size_t size, Toc **ret);
 /* Reads the file whole (a regular file of at most TOC_SIZE_MAX bytes) into memory of its own. */
 int toc_open_fd(int fd, Toc **ret);
 Toc *toc_free(Toc *t);
-static inline void toc_freep(Toc **t) {
-        toc_free(*t);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Toc *, toc_free);
 #define _cleanup_toc_ _cleanup_(toc_freep)
 
 uint64_t toc_n_entries(const Toc *t) _pure_;

@@ -51,9 +51,7 @@ int relay_start(Relay *r);
  * is then still in use, must not be freed, and the process should exit. */
 int relay_stop(Relay *r);
 Relay *relay_free(Relay *r);
-static inline void relay_freep(Relay **r) {
-        relay_free(*r);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Relay *, relay_free);
 
 /*
  * The open ToC of a layer, for the duration of one call. -ENOENT if the store has no such layer,

@@ -101,9 +101,7 @@ int rpc_server_start(RpcServer *s);
 int rpc_server_shutdown(RpcServer *s, usec_t grace, usec_t cancel_wait);
 /* Shuts down (no grace) if needed, and frees. */
 RpcServer *rpc_server_free(RpcServer *s);
-static inline void rpc_server_freep(RpcServer **s) {
-        rpc_server_free(*s);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(RpcServer *, rpc_server_free);
 #define _cleanup_rpc_server_ _cleanup_(rpc_server_freep)
 
 /* The reply of a unary call (copied), sent when the handler returns 0. Once; -EBUSY after that,
@@ -125,9 +123,7 @@ typedef struct RpcStream RpcStream;
 /* target: "unix:/path" or "host:port". Connects lazily, at the first call. */
 int rpc_channel_new(const char *target, const RpcOptions *o, RpcChannel **ret);
 RpcChannel *rpc_channel_free(RpcChannel *c);
-static inline void rpc_channel_freep(RpcChannel **c) {
-        rpc_channel_free(*c);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(RpcChannel *, rpc_channel_free);
 #define _cleanup_rpc_channel_ _cleanup_(rpc_channel_freep)
 
 /*
@@ -149,7 +145,5 @@ int rpc_stream_next(RpcStream *s, void **ret_message, size_t *ret_size, char **r
 /* Cancels the call: the server's next send fails. Safe to call from another thread. */
 void rpc_stream_cancel(RpcStream *s);
 RpcStream *rpc_stream_free(RpcStream *s);
-static inline void rpc_stream_freep(RpcStream **s) {
-        rpc_stream_free(*s);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(RpcStream *, rpc_stream_free);
 #define _cleanup_rpc_stream_ _cleanup_(rpc_stream_freep)
