@@ -282,23 +282,35 @@ int call_read_only(sd_bus *bus, const char *path, const char *interface, const c
         return sd_bus_call(bus, call, 0, error, ret_reply);
 }
 
+int call_manager_read_only(const char *member, const char *what, sd_bus **ret_bus, sd_bus_message **ret_reply) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        int r;
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+        r = call_read_only(bus, MANAGER_PATH, MANAGER_INTERFACE, member, &error, &reply, NULL);
+        if (r < 0)
+                return report_bus_error(what, &error, r);
+        *ret_bus = TAKE_PTR(bus);
+        *ret_reply = reply;
+        return 0;
+}
+
 static int verb_status(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_json_ json_object *status = NULL;
         int r;
 
         if (argc > 1)
                 return log_error_errno(EINVAL, "'status' takes no arguments, got '%s'.", argv[1]);
 
-        r = connect_bus(&bus);
+        r = call_manager_read_only("GetStatus", "get the status of tonarid", &bus, &reply);
         if (r < 0)
                 return r;
-
-        r = call_read_only(bus, MANAGER_PATH, MANAGER_INTERFACE, "GetStatus", &error, &reply, NULL);
-        if (r < 0)
-                return report_bus_error("get the status of tonarid", &error, r);
 
         r = bus_message_read_json(reply, &status);
         if (r < 0)

@@ -25,18 +25,14 @@ static const char *fmt_usec(char buf[static FORMAT_TIMESPAN_MAX], uint64_t u) {
 static int borrow_list(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(table_freep) Table *t = NULL;
         _cleanup_json_ json_object *j = NULL;
         size_t n = 0;
         int r;
 
-        r = connect_bus(&bus);
+        r = call_manager_read_only("ListBorrowing", "list borrowing", &bus, &reply);
         if (r < 0)
                 return r;
-        r = call_read_only(bus, MANAGER_PATH, MANAGER_INTERFACE, "ListBorrowing", &error, &reply, NULL);
-        if (r < 0)
-                return report_bus_error("list borrowing", &error, r);
 
         t = table_new(7, "SLICE", "BORROWED", "DEBT", "REPAID", "FORGIVEN", "SHORTENED", "LIMIT");
         j = json_object_new_array();
@@ -200,18 +196,14 @@ static int borrow_remove_proxy(int argc, char *argv[]) {
 static int borrow_proxies(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(table_freep) Table *t = NULL;
         _cleanup_json_ json_object *j = NULL;
         size_t n = 0;
         int r;
 
-        r = connect_bus(&bus);
+        r = call_manager_read_only("ListProxies", "list proxies", &bus, &reply);
         if (r < 0)
                 return r;
-        r = call_read_only(bus, MANAGER_PATH, MANAGER_INTERFACE, "ListProxies", &error, &reply, NULL);
-        if (r < 0)
-                return report_bus_error("list proxies", &error, r);
 
         t = table_new(4, "ID", "SLICE", "CHARGED", "HELPER");
         j = json_object_new_array();

@@ -150,18 +150,13 @@ static int slice_show(int argc, char *argv[]) {
 static int slice_list(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ SliceListEntry *entries = NULL;
         size_t n;
         int r;
 
-        r = connect_bus(&bus);
+        r = call_manager_read_only("ListSlices", "list slices", &bus, &reply);
         if (r < 0)
                 return r;
-
-        r = call_read_only(bus, MANAGER_PATH, MANAGER_INTERFACE, "ListSlices", &error, &reply, NULL);
-        if (r < 0)
-                return report_bus_error("list slices", &error, r);
         r = slice_list_read(reply, &entries, &n);
         if (r == -ENOMEM)
                 return log_oom();
