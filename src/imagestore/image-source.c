@@ -214,8 +214,8 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
         archive_read_support_format_tar(a);
         if (archive_read_open_fd(a, fd, READ_CHUNK_BYTES) != ARCHIVE_OK) {
                 k = archive_errno(a);
-                r = set_error_message(ret_error, k > 0 ? -k : -EBADMSG, "%s: %s", path, archive_error_string(a));
-                return r;
+                return set_error_message(ret_error, k > 0 ? -k : -EBADMSG, "%s: %s", path,
+                                         archive_error_string(a));
         }
 
         while ((k = tar_next_header(a, &e)) == ARCHIVE_OK) {
@@ -225,14 +225,11 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
                 size_t size;
                 la_int64_t offset;
 
-                if (++n_entries > ARCHIVE_ENTRIES_MAX) {
-                        r = set_error_message(ret_error, -E2BIG, "%s: more than %u entries", path, ARCHIVE_ENTRIES_MAX);
-                        return r;
-                }
-                if (cancel_requested(cancel)) {
-                        r = set_error_message(ret_error, -ECANCELED, "cancelled");
-                        return r;
-                }
+                if (++n_entries > ARCHIVE_ENTRIES_MAX)
+                        return set_error_message(ret_error, -E2BIG, "%s: more than %u entries", path,
+                                                 ARCHIVE_ENTRIES_MAX);
+                if (cancel_requested(cancel))
+                        return set_error_message(ret_error, -ECANCELED, "cancelled");
                 if (!name)
                         continue;
                 while (startswith(name, "./"))
@@ -245,25 +242,24 @@ static int extract_archive(const char *path, int work_fd, name_filter_t filter, 
                         return r;
                 /* O_EXCL: a name twice in the archive is refused, not silently replaced. */
                 out = openat(work_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (out < 0) {
-                        r = set_error_message(ret_error, errno == EEXIST ? -EBADMSG : -errno, "%s: \"%s\": %s", path,
-                                              name, errno == EEXIST ? "appears twice" : strerror(errno));
-                        return r;
-                }
+                if (out < 0)
+                        return set_error_message(ret_error, errno == EEXIST ? -EBADMSG : -errno,
+                                                 "%s: \"%s\": %s", path, name,
+                                                 errno == EEXIST ? "appears twice" : strerror(errno));
                 while ((k = archive_read_data_block(a, &block, &size, &offset)) == ARCHIVE_OK) {
-                        if (cancel_requested(cancel)) {
-                                r = set_error_message(ret_error, -ECANCELED, "cancelled");
-                                return r;
-                        }
-                        if (pwrite(out, block, size, offset) != (ssize_t) size) {
-                                r = set_error_message(ret_error, -errno ?: -EIO, "%s: %m", name);
-                                return r;
+                        if (cancel_requested(cancel))
+                                return set_error_message(ret_error, -ECANCELED, "cancelled");
+                        ssize_t n = pwrite(out, block, size, offset);
+
+                        /* A short write sets no errno: the one there is stale. */
+                        if (n != (ssize_t) size) {
+                                r = n < 0 ? -errno : -EIO;
+                                return set_error_message(ret_error, r, "%s: %s", name, strerror(-r));
                         }
                 }
-                if (k != ARCHIVE_EOF) {
-                        r = set_error_message(ret_error, -EBADMSG, "%s: \"%s\": %s", path, name, archive_error_string(a));
-                        return r;
-                }
+                if (k != ARCHIVE_EOF)
+                        return set_error_message(ret_error, -EBADMSG, "%s: \"%s\": %s", path, name,
+                                                 archive_error_string(a));
         }
         if (k != ARCHIVE_EOF)
                 r = set_error_message(ret_error, -EBADMSG, "%s: %s", path, archive_error_string(a));

@@ -265,10 +265,9 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
         if (!tar)
                 return -ENOMEM;
         archive_read_support_format_tar(tar);
-        if (archive_read_open(tar, &st, NULL, stream_read, NULL) != ARCHIVE_OK) {
-                r = set_error_message(ret_error, st.error ?: -EBADMSG, "layer: %s", archive_error_string(tar));
-                return r;
-        }
+        if (archive_read_open(tar, &st, NULL, stream_read, NULL) != ARCHIVE_OK)
+                return set_error_message(ret_error, st.error ?: -EBADMSG, "layer: %s",
+                                         archive_error_string(tar));
 
         while ((k = tar_next_header(tar, &e)) == ARCHIVE_OK) {
                 _cleanup_free_ char *path = NULL, *target = NULL;
@@ -279,31 +278,25 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                 const void *xvalue;
                 size_t xsize;
 
-                if (++n_entries > LAYER_ENTRIES_MAX) {
-                        r = set_error_message(ret_error, -E2BIG, "layer has more than %u entries", LAYER_ENTRIES_MAX);
-                        return r;
-                }
-                if (cancel_requested(cancel)) {
-                        r = set_error_message(ret_error, -ECANCELED, "cancelled");
-                        return r;
-                }
+                if (++n_entries > LAYER_ENTRIES_MAX)
+                        return set_error_message(ret_error, -E2BIG, "layer has more than %u entries",
+                                                 LAYER_ENTRIES_MAX);
+                if (cancel_requested(cancel))
+                        return set_error_message(ret_error, -ECANCELED, "cancelled");
                 r = normalize_name(archive_entry_pathname(e), &path);
-                if (r < 0) {
-                        r = set_error_message(ret_error, r, "layer entry \"%s\": invalid path",
-                                              strna(archive_entry_pathname(e)));
-                        return r;
-                }
+                if (r < 0)
+                        return set_error_message(ret_error, r, "layer entry \"%s\": invalid path",
+                                                 strna(archive_entry_pathname(e)));
 
                 name = split_name(path, &parent);
                 if (startswith(name, AUFS_META_PREFIX) && !streq(name, OPAQUE_MARKER))
                         continue;
                 if (streq(name, OPAQUE_MARKER)) {
                         r = toc_writer_set_opaque(toc, parent);
-                        if (r < 0) {
-                                r = set_error_message(ret_error, layer_error(r), "layer entry \"%s/%s\": %s", parent, name,
-                                                      strerror(-r));
-                                return r;
-                        }
+                        if (r < 0)
+                                return set_error_message(ret_error, layer_error(r),
+                                                         "layer entry \"%s/%s\": %s", parent, name,
+                                                         strerror(-r));
                         continue;
                 }
 
@@ -324,21 +317,19 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                          * visible anyway (umoci writes these). */
                         if (r == -ENOTDIR)
                                 continue;
-                        if (r < 0) {
-                                r = set_error_message(ret_error, layer_error(r), "layer entry \"%s\": %s",
-                                                      archive_entry_pathname(e), strerror(-r));
-                                return r;
-                        }
+                        if (r < 0)
+                                return set_error_message(ret_error, layer_error(r),
+                                                         "layer entry \"%s\": %s",
+                                                         archive_entry_pathname(e), strerror(-r));
                         continue;
                 }
 
                 archive_entry_xattr_reset(e);
                 while (archive_entry_xattr_next(e, &xname, &xvalue, &xsize) == ARCHIVE_OK) {
-                        if (n_xattrs == ENTRY_XATTRS_MAX || xsize > ENTRY_XATTR_BYTES_MAX - xattr_bytes) {
-                                r = set_error_message(ret_error, -E2BIG, "layer entry \"%s\": too many extended attributes",
-                                                      archive_entry_pathname(e));
-                                return r;
-                        }
+                        if (n_xattrs == ENTRY_XATTRS_MAX || xsize > ENTRY_XATTR_BYTES_MAX - xattr_bytes)
+                                return set_error_message(ret_error, -E2BIG,
+                                                         "layer entry \"%s\": too many extended attributes",
+                                                         archive_entry_pathname(e));
                         xattr_bytes += xsize;
                         xattrs[n_xattrs++] = (TocXattr) { .name = xname, .value = xvalue, .size = xsize };
                 }
@@ -347,11 +338,11 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
 
                 if (archive_entry_hardlink(e)) {
                         r = normalize_name(archive_entry_hardlink(e), &target);
-                        if (r < 0 || isempty(target)) {
-                                r = set_error_message(ret_error, -EBADMSG, "layer entry \"%s\": invalid link target \"%s\"",
-                                                      archive_entry_pathname(e), archive_entry_hardlink(e));
-                                return r;
-                        }
+                        if (r < 0 || isempty(target))
+                                return set_error_message(ret_error, -EBADMSG,
+                                                         "layer entry \"%s\": invalid link target \"%s\"",
+                                                         archive_entry_pathname(e),
+                                                         archive_entry_hardlink(e));
                         spec.type = TOC_TYPE_HARDLINK;
                         spec.link_target = target;
                 } else
@@ -361,16 +352,14 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                                 spec.size = (uint64_t) archive_entry_size(e);
                                 r = copy_content(tar, s, spec.size, TOC_CHUNK_SIZE_DEFAULT, cancel, &spec.content,
                                                  &stats.new_objects, content_buffer);
-                                if (r == -ECANCELED) {
-                                        r = set_error_message(ret_error, r, "cancelled");
-                                        return r;
-                                }
-                                if (r < 0) {
-                                        r = set_error_message(ret_error, st.error ?: r, "layer entry \"%s\": %s",
-                                                              archive_entry_pathname(e),
-                                                              r == -EBADMSG ? archive_error_string(tar) : strerror(-r));
-                                        return r;
-                                }
+                                if (r == -ECANCELED)
+                                        return set_error_message(ret_error, r, "cancelled");
+                                if (r < 0)
+                                        return set_error_message(
+                                                        ret_error, st.error ?: r, "layer entry \"%s\": %s",
+                                                        archive_entry_pathname(e),
+                                                        r == -EBADMSG ? archive_error_string(tar) :
+                                                                        strerror(-r));
                                 break;
                         case AE_IFDIR:
                                 spec.type = TOC_TYPE_DIRECTORY;
@@ -380,11 +369,10 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                                 /* Linux gives every symlink 0777, whatever the tar says. */
                                 spec.mode = 0777;
                                 spec.link_target = archive_entry_symlink(e);
-                                if (isempty(spec.link_target)) {
-                                        r = set_error_message(ret_error, -EBADMSG, "layer entry \"%s\": empty symlink",
-                                                              archive_entry_pathname(e));
-                                        return r;
-                                }
+                                if (isempty(spec.link_target))
+                                        return set_error_message(ret_error, -EBADMSG,
+                                                                 "layer entry \"%s\": empty symlink",
+                                                                 archive_entry_pathname(e));
                                 break;
                         case AE_IFCHR:
                         case AE_IFBLK:
@@ -399,33 +387,30 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                                 spec.type = TOC_TYPE_SOCKET;
                                 break;
                         default:
-                                r = set_error_message(ret_error, -EBADMSG, "layer entry \"%s\": unknown file type 0%o",
-                                                      archive_entry_pathname(e), (unsigned) archive_entry_filetype(e));
-                                return r;
+                                return set_error_message(ret_error, -EBADMSG,
+                                                         "layer entry \"%s\": unknown file type 0%o",
+                                                         archive_entry_pathname(e),
+                                                         (unsigned) archive_entry_filetype(e));
                         }
 
                 r = toc_writer_add(toc, &spec);
                 free(spec.content.chunks);
-                if (r < 0) {
-                        r = set_error_message(ret_error, layer_error(r), "layer entry \"%s\": %s", archive_entry_pathname(e),
-                                              strerror(-r));
-                        return r;
-                }
+                if (r < 0)
+                        return set_error_message(ret_error, layer_error(r), "layer entry \"%s\": %s",
+                                                 archive_entry_pathname(e), strerror(-r));
         }
-        if (k != ARCHIVE_EOF) {
-                r = set_error_message(ret_error, st.error ?: -EBADMSG, "layer: %s", archive_error_string(tar));
-                return r;
-        }
+        if (k != ARCHIVE_EOF)
+                return set_error_message(ret_error, st.error ?: -EBADMSG, "layer: %s",
+                                         archive_error_string(tar));
 
         /* The tar reader stops at the end-of-archive blocks; the diff_id covers the padding after
          * them too. */
         for (;;) {
                 la_ssize_t n = archive_read_data(st.decompressor, buffer, UNPACK_BUFFER_BYTES);
 
-                if (n < 0) {
-                        r = set_error_message(ret_error, -EBADMSG, "layer: %s", archive_error_string(st.decompressor));
-                        return r;
-                }
+                if (n < 0)
+                        return set_error_message(ret_error, -EBADMSG, "layer: %s",
+                                                 archive_error_string(st.decompressor));
                 if (n == 0)
                         break;
                 r = hasher_update(hasher, buffer, (size_t) n);
@@ -437,13 +422,11 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                 return r;
 
         r = toc_writer_finish_buffer(toc, &toc_data, &toc_size);
-        if (r < 0) {
-                r = set_error_message(ret_error, layer_error(r),
-                                      "layer: a hard link names an entry the layer does not have, or the table of "
-                                      "contents would be too large: %s",
-                                      strerror(-r));
-                return r;
-        }
+        if (r < 0)
+                return set_error_message(ret_error, layer_error(r),
+                                         "layer: a hard link names an entry the layer does not have, or the table of "
+                                         "contents would be too large: %s",
+                                         strerror(-r));
         /* The numbers recorded for the layer are read back from its ToC, as any later reader sees
          * it (which also checks what the writer made). */
         r = toc_open_buffer(toc_data, toc_size, &t);
@@ -451,11 +434,10 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
                 r = toc_stats(t, &stats.entries, &stats.unpacked_bytes);
         if (r >= 0)
                 r = digest_buffer(toc_data, toc_size, &stats.toc_digest);
-        if (r < 0) {
-                r = set_error_message(ret_error, r == -EBADMSG ? -EIO : r, "layer: the table of contents written "
-                                      "cannot be read back: %s", strerror(-r));
-                return r;
-        }
+        if (r < 0)
+                return set_error_message(ret_error, r == -EBADMSG ? -EIO : r,
+                                         "layer: the table of contents written " "cannot be read back: %s",
+                                         strerror(-r));
         stats.toc_bytes = toc_size;
         *ret_toc = TAKE_PTR(toc_data);
         *ret_toc_size = toc_size;
