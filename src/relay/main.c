@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "log.h"
+#include "option-util.h"
 #include "relay.h"
 #include "string-util.h"
 
@@ -33,27 +34,19 @@ static void help(void) {
 
 static int parse_argv(int argc, char *argv[]) {
         enum {
-                ARG_VERSION = 0x100,
-                ARG_CONFIG,
+                ARG_CONFIG = ARG_COMMON_MAX,
                 ARG_DUMP_CONFIG,
         };
         static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
+                COMMON_OPTIONS,
                 { "config", required_argument, NULL, ARG_CONFIG },
                 { "dump-config", no_argument, NULL, ARG_DUMP_CONFIG },
                 {},
         };
-        int c;
+        int c, r;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("tonari-relay %s\n", PACKAGE_VERSION);
-                        return 0;
                 case ARG_CONFIG:
                         if (isempty(optarg))
                                 return log_error_errno(EINVAL, "--config= requires a path.");
@@ -62,15 +55,11 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_DUMP_CONFIG:
                         arg_dump_config = true;
                         break;
-                case '?':
-                        return -EINVAL;
                 default:
-                        return log_error_errno(EINVAL, "Unhandled option %i.", c);
+                        return parse_common_option(c, "tonari-relay", help);
                 }
-        if (optind < argc)
-                return log_error_errno(EINVAL, "%s takes no positional arguments, got '%s'.",
-                                       program_invocation_short_name, argv[optind]);
-        return 1;
+        r = refuse_positional_args(argc, argv);
+        return r < 0 ? r : 1;
 }
 
 static int run(int argc, char *argv[]) {

@@ -17,6 +17,7 @@
 #include "bus-util.h"
 #include "format-util.h"
 #include "log.h"
+#include "option-util.h"
 #include "path-util.h"
 #include "string-util.h"
 #include "table.h"
@@ -442,8 +443,7 @@ static void help(void) {
 
 static int parse_argv(int argc, char *argv[]) {
         enum {
-                ARG_VERSION = 0x100,
-                ARG_BUS_ADDRESS,
+                ARG_BUS_ADDRESS = ARG_COMMON_MAX,
                 ARG_JSON,
                 ARG_NO_LEGEND,
                 ARG_MOVE_TO,
@@ -453,8 +453,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_DRY_RUN,
         };
         static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
+                COMMON_OPTIONS,
                 { "bus-address", required_argument, NULL, ARG_BUS_ADDRESS },
                 { "json", optional_argument, NULL, ARG_JSON },
                 { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
@@ -470,12 +469,6 @@ static int parse_argv(int argc, char *argv[]) {
         /* Options may come before or after the command, as with systemctl. */
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("tonarictl %s\n", PACKAGE_VERSION);
-                        return 0;
                 case ARG_BUS_ADDRESS:
                         if (bus_address_from_option(optarg, &arg_bus_address) < 0)
                                 return -EINVAL;
@@ -521,10 +514,8 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_DRY_RUN:
                         arg_dry_run = true;
                         break;
-                case '?':
-                        return -EINVAL;
                 default:
-                        return log_error_errno(EINVAL, "Unhandled option %i.", c);
+                        return parse_common_option(c, "tonarictl", help);
                 }
         return 1;
 }

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+
+#include "log.h"
+#include "option-util.h"
+
+int parse_common_option(int c, const char *name, void (*help)(void)) {
+        switch (c) {
+        case 'h':
+                help();
+                return 0;
+        case ARG_VERSION:
+                printf("%s %s\n", name, PACKAGE_VERSION);
+                return 0;
+        case '?':
+                return -EINVAL;
+        default:
+                return log_error_errno(EINVAL, "Unhandled option %i.", c);
+        }
+}
+
+int refuse_positional_args(int argc, char *argv[]) {
+        if (optind < argc)
+                return log_error_errno(EINVAL, "%s takes no positional arguments, got '%s'.",
+                                       program_invocation_short_name, argv[optind]);
+        return 0;
+}
