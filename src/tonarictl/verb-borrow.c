@@ -21,75 +21,99 @@ static const char *fmt_usec(char buf[static FORMAT_TIMESPAN_MAX], uint64_t u) {
         return format_timespan(buf, FORMAT_TIMESPAN_MAX, u, USEC_PER_MSEC / 10);
 }
 
-/* ListBorrowing() → a(sttttttt): name, borrowed, debt, repaid, forgiven, shortened, limit, period. */
-static int borrow_list(int argc, char *argv[]) {
+/*
+ * The list verbs: member's reply is an array of element; row() reads one element (0 after the last)
+ * into a row of t and into the JSON object o. Printed as --json= says, else as the table, or as
+ * "No <none>." when empty; footer (optional) follows the table with the legend.
+ */
+static int print_list(const char *member, const char *what, const char *element, Table *table,
+                      int (*row)(sd_bus_message *reply, Table *t, json_object *o), const char *none,
+                      const char *footer) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(table_freep) Table *t = NULL;
+        _cleanup_(table_freep) Table *t = table;
         _cleanup_json_ json_object *j = NULL;
         size_t n = 0;
         int r;
 
-        r = call_manager_read_only("ListBorrowing", "list borrowing", &bus, &reply);
+        r = call_manager_read_only(member, what, &bus, &reply);
         if (r < 0)
                 return r;
 
-        t = table_new(7, "SLICE", "BORROWED", "DEBT", "REPAID", "FORGIVEN", "SHORTENED", "LIMIT");
         j = json_object_new_array();
         if (!t || !j)
                 return log_oom();
-        r = sd_bus_message_enter_container(reply, 'a', "(sttttttt)");
+        r = sd_bus_message_enter_container(reply, 'a', element);
         if (r < 0)
-                return log_parse_error("ListBorrowing", r);
-        for (;;) {
-                char b[FORMAT_TIMESPAN_MAX], d[FORMAT_TIMESPAN_MAX], rp[FORMAT_TIMESPAN_MAX], f[FORMAT_TIMESPAN_MAX],
-                        l[2 * FORMAT_TIMESPAN_MAX + 8], q[FORMAT_TIMESPAN_MAX], p[FORMAT_TIMESPAN_MAX], sh[21];
-                uint64_t borrowed, debt, repaid, forgiven, shortened, limit, period;
-                const char *name;
-                json_object *o;
+                return log_parse_error(member, r);
+        for (;; n++) {
+                _cleanup_json_ json_object *o = json_object_new_object();
 
-                r = sd_bus_message_read(reply, "(sttttttt)", &name, &borrowed, &debt, &repaid, &forgiven, &shortened,
-                                        &limit, &period);
+                if (!o)
+                        return log_oom();
+                r = row(reply, t, o);
+                if (r == -ENOMEM)
+                        return log_oom();
                 if (r < 0)
-                        return log_parse_error("ListBorrowing", r);
+                        return log_parse_error(member, r);
                 if (r == 0)
                         break;
-                n++;
-                (void) snprintf(sh, sizeof(sh), "%" PRIu64, shortened);
-                if (limit != UINT64_MAX)
-                        (void) snprintf(l, sizeof(l), "%s/%s", fmt_usec(q, limit), fmt_usec(p, period));
-                r = table_add_row(t, name, fmt_usec(b, borrowed), fmt_usec(d, debt), fmt_usec(rp, repaid),
-                                  fmt_usec(f, forgiven), sh, limit == UINT64_MAX ? NULL : l);
-                if (r < 0)
+                if (json_object_array_add(j, o) < 0)
                         return log_oom();
-
-                o = json_object_new_object();
-                if (!o || json_object_array_add(j, o) < 0) {
-                        json_object_put(o);
-                        return log_oom();
-                }
-                json_object_object_add(o, "slice", json_object_new_string(name));
-                json_object_object_add(o, "borrowed_usec", json_object_new_uint64(borrowed));
-                json_object_object_add(o, "debt_usec", json_object_new_uint64(debt));
-                json_object_object_add(o, "repaid_usec", json_object_new_uint64(repaid));
-                json_object_object_add(o, "forgiven_usec", json_object_new_uint64(forgiven));
-                json_object_object_add(o, "periods_shortened", json_object_new_uint64(shortened));
-                json_object_object_add(o, "limit_usec", limit == UINT64_MAX ? NULL : json_object_new_uint64(limit));
-                json_object_object_add(o, "period_usec", limit == UINT64_MAX ? NULL : json_object_new_uint64(period));
+                TAKE_PTR(o);
         }
         if (arg_json != JSON_OFF)
                 return print_json(j);
         if (n == 0) {
                 if (arg_legend)
-                        printf("No slices.\n");
+                        printf("No %s.\n", none);
                 return 0;
         }
         r = table_print(t, stdout, arg_legend);
         if (r < 0)
                 return log_oom();
-        if (arg_legend)
-                printf("\nLIMIT: the shortened quota per period in force while a slice repays its debt.\n");
+        if (arg_legend && footer)
+                printf("\n%s\n", footer);
         return 0;
+}
+
+/* ListBorrowing() → a(sttttttt): name, borrowed, debt, repaid, forgiven, shortened, limit, period. */
+static int borrow_row(sd_bus_message *reply, Table *t, json_object *o) {
+        char b[FORMAT_TIMESPAN_MAX], d[FORMAT_TIMESPAN_MAX], rp[FORMAT_TIMESPAN_MAX], f[FORMAT_TIMESPAN_MAX],
+                l[2 * FORMAT_TIMESPAN_MAX + 8], q[FORMAT_TIMESPAN_MAX], p[FORMAT_TIMESPAN_MAX], sh[21];
+        uint64_t borrowed, debt, repaid, forgiven, shortened, limit, period;
+        const char *name;
+        int r;
+
+        r = sd_bus_message_read(reply, "(sttttttt)", &name, &borrowed, &debt, &repaid, &forgiven, &shortened,
+                                &limit, &period);
+        if (r <= 0)
+                return r;
+        (void) snprintf(sh, sizeof(sh), "%" PRIu64, shortened);
+        if (limit != UINT64_MAX)
+                (void) snprintf(l, sizeof(l), "%s/%s", fmt_usec(q, limit), fmt_usec(p, period));
+        r = table_add_row(t, name, fmt_usec(b, borrowed), fmt_usec(d, debt), fmt_usec(rp, repaid),
+                          fmt_usec(f, forgiven), sh, limit == UINT64_MAX ? NULL : l);
+        if (r < 0)
+                return -ENOMEM;
+
+        json_object_object_add(o, "slice", json_object_new_string(name));
+        json_object_object_add(o, "borrowed_usec", json_object_new_uint64(borrowed));
+        json_object_object_add(o, "debt_usec", json_object_new_uint64(debt));
+        json_object_object_add(o, "repaid_usec", json_object_new_uint64(repaid));
+        json_object_object_add(o, "forgiven_usec", json_object_new_uint64(forgiven));
+        json_object_object_add(o, "periods_shortened", json_object_new_uint64(shortened));
+        json_object_object_add(o, "limit_usec", limit == UINT64_MAX ? NULL : json_object_new_uint64(limit));
+        json_object_object_add(o, "period_usec",
+                               limit == UINT64_MAX ? NULL : json_object_new_uint64(period));
+        return 1;
+}
+
+static int borrow_list(int argc, char *argv[]) {
+        Table *t = table_new(7, "SLICE", "BORROWED", "DEBT", "REPAID", "FORGIVEN", "SHORTENED", "LIMIT");
+
+        return print_list("ListBorrowing", "list borrowing", "(sttttttt)", t, borrow_row, "slices",
+                          "LIMIT: the shortened quota per period in force while a slice repays its debt.");
 }
 
 static int borrow_charge(int argc, char *argv[]) {
@@ -193,64 +217,34 @@ static int borrow_remove_proxy(int argc, char *argv[]) {
 }
 
 /* ListProxies() → a(usustt): id, slice, pid (0 for a cgroup), cgroup ("" for a process), the helper's CPU time at the last sample, charged. */
-static int borrow_proxies(int argc, char *argv[]) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(table_freep) Table *t = NULL;
-        _cleanup_json_ json_object *j = NULL;
-        size_t n = 0;
+static int proxy_row(sd_bus_message *reply, Table *t, json_object *o) {
+        char id_s[11], helper[32], c[FORMAT_TIMESPAN_MAX];
+        const char *slice, *cgroup;
+        uint32_t id, pid;
+        uint64_t cpu, charged;
         int r;
 
-        r = call_manager_read_only("ListProxies", "list proxies", &bus, &reply);
-        if (r < 0)
+        r = sd_bus_message_read(reply, "(usustt)", &id, &slice, &pid, &cgroup, &cpu, &charged);
+        if (r <= 0)
                 return r;
-
-        t = table_new(4, "ID", "SLICE", "CHARGED", "HELPER");
-        j = json_object_new_array();
-        if (!t || !j)
-                return log_oom();
-        r = sd_bus_message_enter_container(reply, 'a', "(usustt)");
+        (void) snprintf(id_s, sizeof(id_s), "%" PRIu32, id);
+        (void) snprintf(helper, sizeof(helper), "process %" PRIu32, pid);
+        r = table_add_row(t, id_s, slice, fmt_usec(c, charged), pid > 0 ? helper : cgroup);
         if (r < 0)
-                return log_parse_error("ListProxies", r);
-        for (;;) {
-                char id_s[11], helper[32], c[FORMAT_TIMESPAN_MAX];
-                const char *slice, *cgroup;
-                uint32_t id, pid;
-                uint64_t cpu, charged;
-                json_object *o;
+                return -ENOMEM;
 
-                r = sd_bus_message_read(reply, "(usustt)", &id, &slice, &pid, &cgroup, &cpu, &charged);
-                if (r < 0)
-                        return log_parse_error("ListProxies", r);
-                if (r == 0)
-                        break;
-                n++;
-                (void) snprintf(id_s, sizeof(id_s), "%" PRIu32, id);
-                (void) snprintf(helper, sizeof(helper), "process %" PRIu32, pid);
-                r = table_add_row(t, id_s, slice, fmt_usec(c, charged), pid > 0 ? helper : cgroup);
-                if (r < 0)
-                        return log_oom();
+        json_object_object_add(o, "id", json_object_new_uint64(id));
+        json_object_object_add(o, "slice", json_object_new_string(slice));
+        json_object_object_add(o, "pid", pid > 0 ? json_object_new_uint64(pid) : NULL);
+        json_object_object_add(o, "cgroup", pid > 0 ? NULL : json_object_new_string(cgroup));
+        json_object_object_add(o, "charged_usec", json_object_new_uint64(charged));
+        return 1;
+}
 
-                o = json_object_new_object();
-                if (!o || json_object_array_add(j, o) < 0) {
-                        json_object_put(o);
-                        return log_oom();
-                }
-                json_object_object_add(o, "id", json_object_new_uint64(id));
-                json_object_object_add(o, "slice", json_object_new_string(slice));
-                json_object_object_add(o, "pid", pid > 0 ? json_object_new_uint64(pid) : NULL);
-                json_object_object_add(o, "cgroup", pid > 0 ? NULL : json_object_new_string(cgroup));
-                json_object_object_add(o, "charged_usec", json_object_new_uint64(charged));
-        }
-        if (arg_json != JSON_OFF)
-                return print_json(j);
-        if (n == 0) {
-                if (arg_legend)
-                        printf("No proxies.\n");
-                return 0;
-        }
-        r = table_print(t, stdout, arg_legend);
-        return r < 0 ? log_oom() : 0;
+static int borrow_proxies(int argc, char *argv[]) {
+        Table *t = table_new(4, "ID", "SLICE", "CHARGED", "HELPER");
+
+        return print_list("ListProxies", "list proxies", "(usustt)", t, proxy_row, "proxies", NULL);
 }
 
 static const SubVerb borrow_verbs[] = {
