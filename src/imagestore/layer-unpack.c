@@ -60,6 +60,13 @@ static la_ssize_t stream_read(struct archive *a, void *userdata, const void **re
         return n;
 }
 
+/* For messages: what the media type says the layer is. */
+static const char *compressed_as(OciCompression compression, const char *uncompressed) {
+        return compression == OCI_COMPRESSION_GZIP ? "gzip-compressed" :
+               compression == OCI_COMPRESSION_ZSTD ? "zstd-compressed" :
+                                                     uncompressed;
+}
+
 static int open_decompressor(int blob_fd, OciCompression compression, struct archive **ret) {
         _cleanup_archive_ struct archive *a = archive_read_new();
         struct archive_entry *e;
@@ -255,8 +262,7 @@ int layer_unpack(Store *s, int blob_fd, OciCompression compression, const Cancel
         r = open_decompressor(blob_fd, compression, &decompressor);
         if (r < 0)
                 return set_error_message(ret_error, r, "the layer is not a %s tar",
-                                         compression == OCI_COMPRESSION_GZIP ? "gzip-compressed" :
-                                         compression == OCI_COMPRESSION_ZSTD ? "zstd-compressed" : "plain");
+                                         compressed_as(compression, "plain"));
         st.decompressor = decompressor;
         st.hasher = hasher;
         st.buffer = buffer;
@@ -460,8 +466,7 @@ int layer_diff_id(int blob_fd, OciCompression compression, const Cancel *cancel,
         r = open_decompressor(blob_fd, compression, &a);
         if (r < 0)
                 return set_error_message(ret_error, r, "the layer is not %s",
-                                         compression == OCI_COMPRESSION_GZIP ? "gzip-compressed" :
-                                         compression == OCI_COMPRESSION_ZSTD ? "zstd-compressed" : "readable");
+                                         compressed_as(compression, "readable"));
         for (;;) {
                 la_ssize_t n;
 
