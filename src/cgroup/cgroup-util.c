@@ -190,6 +190,17 @@ int cgroup_name_unescape(const char *dir, char **ret) {
         return 0;
 }
 
+bool cgroup_weight_is_valid(uint64_t w) {
+        return w == CGROUP_WEIGHT_UNSET || (w >= CGROUP_WEIGHT_MIN && w <= CGROUP_WEIGHT_MAX);
+}
+
+bool cgroup_io_limit_is_none(const CGroupIODeviceLimit *l) {
+        for (size_t t = 0; t < _CGROUP_IO_LIMIT_TYPE_MAX; t++)
+                if (l->limit[t] != CGROUP_LIMIT_MAX)
+                        return false;
+        return true;
+}
+
 static void io_limits_free(CGroupIODeviceLimit *l, size_t n) {
         for (size_t i = 0; i < n; i++)
                 free(l[i].path);
@@ -584,6 +595,17 @@ int cgroup_io_max_parse(const char *text, CGroupIODeviceLimit **ret, size_t *ret
 fail:
         io_limits_free(list, n);
         return r;
+}
+
+static const char *const blkio_throttle_files[_CGROUP_IO_LIMIT_TYPE_MAX] = {
+        [CGROUP_IO_RBPS] = "blkio.throttle.read_bps_device",
+        [CGROUP_IO_WBPS] = "blkio.throttle.write_bps_device",
+        [CGROUP_IO_RIOPS] = "blkio.throttle.read_iops_device",
+        [CGROUP_IO_WIOPS] = "blkio.throttle.write_iops_device",
+};
+
+const char *cgroup_blkio_throttle_file(CGroupIOLimitType t) {
+        return t >= 0 && t < _CGROUP_IO_LIMIT_TYPE_MAX ? blkio_throttle_files[t] : NULL;
 }
 
 int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit **list, size_t *n) {

@@ -128,6 +128,11 @@ typedef struct CGroupUsage {
         uint64_t n_tasks;
 } CGroupUsage;
 
+/* CPUWeight=, IOWeight=: 1..10000, or CGROUP_WEIGHT_UNSET. */
+bool cgroup_weight_is_valid(uint64_t w) _const_;
+/* Whether all four limits of the device are CGROUP_LIMIT_MAX. */
+bool cgroup_io_limit_is_none(const CGroupIODeviceLimit *l) _pure_;
+
 void cgroup_settings_done(CGroupSettings *s);
 /* Deep copy. */
 int cgroup_settings_copy(CGroupSettings *dst, const CGroupSettings *src);
@@ -159,6 +164,8 @@ char *cgroup_limit_format(uint64_t value, char *buf, size_t size);
 /* v2 io.max: one line "MAJ:MIN rbps=N wbps=N riops=N wiops=N" per device. */
 int cgroup_io_max_format_line(dev_t devnum, const uint64_t limit[], char **ret);
 int cgroup_io_max_parse(const char *text, CGroupIODeviceLimit **ret, size_t *ret_n);
+/* v1 blkio.throttle.{read,write}_{bps,iops}_device: the file of one limit type. */
+const char *cgroup_blkio_throttle_file(CGroupIOLimitType t) _const_;
 /* v1 blkio.throttle.*_device: lines "MAJ:MIN N"; merges type into the list. */
 int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit **list, size_t *n);
 
