@@ -37,6 +37,8 @@ const char *cgroup_primary_hierarchy(const CGroupRoot *r) _pure_;
 /* "" is the root cgroup; anything else is relative and normalized: "a/b", never "/a", "a/../b",
  * "a//b", "a/", "." or control characters. */
 int cgroup_path_check(const char *path);
+/* cgroup_path_check(), and path is not the root cgroup: what create and remove act on. */
+int cgroup_path_check_not_root(const char *path);
 /* <dir>[/<controller>][/<path>][/<file>]; file may be NULL for the cgroup's directory. */
 int cgroup_fs_path(const CGroupRoot *r, const char *controller, const char *path, const char *file,
                    char **ret);

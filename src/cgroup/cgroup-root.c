@@ -172,6 +172,15 @@ int cgroup_path_check(const char *path) {
         return path_is_normalized_absolute(abs) ? 0 : -EINVAL;
 }
 
+int cgroup_path_check_not_root(const char *path) {
+        int k;
+
+        k = cgroup_path_check(path);
+        if (k < 0)
+                return k;
+        return path[0] == '\0' ? -EINVAL : 0;
+}
+
 int cgroup_fs_path(const CGroupRoot *r, const char *controller, const char *path, const char *file,
                    char **ret) {
         bool v1 = r->version == 1;

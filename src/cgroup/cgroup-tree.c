@@ -236,8 +236,14 @@ static int v1_cpuset_inherit(CGroupRoot *r, const char *path, bool is_new) {
         return 0;
 }
 
-/* rmdir(2) of a cgroup's directory p. */
-static int cgroup_rmdir(CGroupRoot *r, const char *p) {
+/* rmdir(2) of path's directory in hierarchy h. */
+static int cgroup_rmdir(CGroupRoot *r, const char *h, const char *path) {
+        _cleanup_free_ char *p = NULL;
+        int k;
+
+        k = cgroup_fs_path(r, h, path, NULL, &p);
+        if (k < 0)
+                return k;
         if (!r->kernel) {
                 _cleanup_closedir_ DIR *d = opendir(p);
                 struct dirent *de;
@@ -249,15 +255,47 @@ static int cgroup_rmdir(CGroupRoot *r, const char *p) {
         return rmdir(p) < 0 ? negative_errno() : 0;
 }
 
+/*
+ * mkdir(2) of path's directory in hierarchy h (its parent exists): 1 if made, 0 if it was there.
+ * In v1's cpuset, a new cpuset (or an empty one) gets its parent's CPUs and memory nodes; if that
+ * fails, a directory made here is removed again.
+ */
+static int cgroup_mkdir(CGroupRoot *r, const char *h, const char *path) {
+        _cleanup_free_ char *p = NULL;
+        bool is_new;
+        int k;
+
+        k = cgroup_fs_path(r, h, path, NULL, &p);
+        if (k < 0)
+                return k;
+        if (mkdir(p, 0755) >= 0)
+                is_new = true;
+        else if (errno == EEXIST) {
+                /* Only a directory is a cgroup: the name may be an interface file of the parent
+                 * ("cpu.shares"), which is no cgroup to complete. */
+                k = cgroup_dir_exists(r, h, path);
+                if (k <= 0)
+                        return k ?: -ENOENT;
+                is_new = false;
+        } else
+                return negative_errno();
+
+        if (streq(h, "cpuset")) {
+                k = v1_cpuset_inherit(r, path, is_new);
+                if (k < 0) {
+                        if (is_new)
+                                (void) cgroup_rmdir(r, h, path);
+                        return k;
+                }
+        }
+        return is_new;
+}
+
 static void rmdir_created(CGroupRoot *r, char **created) {
         /* created holds pairs (hierarchy, path) in the order they were made; undo in reverse, so
          * that children go before their parents. */
-        for (size_t n = strv_length(created); n >= 2; n -= 2) {
-                _cleanup_free_ char *p = NULL;
-
-                if (cgroup_fs_path(r, created[n - 2], created[n - 1], NULL, &p) >= 0)
-                        (void) cgroup_rmdir(r, p);
-        }
+        for (size_t n = strv_length(created); n >= 2; n -= 2)
+                (void) cgroup_rmdir(r, created[n - 2], created[n - 1]);
 }
 
 /*
@@ -271,10 +309,9 @@ int cgroup_create(CGroupRoot *r, const char *path) {
         int k;
 
         assert_return(r, -EINVAL);
-        k = cgroup_path_check(path);
+        k = cgroup_path_check_not_root(path);
         if (k < 0)
                 return k;
-        assert_return(path[0] != '\0', -EINVAL);
 
         STRV_FOREACH(h, r->hierarchies) {
                 _cleanup_strv_free_ char **available = NULL;
@@ -287,8 +324,7 @@ int cgroup_create(CGroupRoot *r, const char *path) {
 
                 /* mkdir -p, one level at a time. */
                 for (const char *e = path;;) {
-                        _cleanup_free_ char *prefix = NULL, *parent = NULL, *p = NULL;
-                        bool is_new;
+                        _cleanup_free_ char *prefix = NULL, *parent = NULL;
 
                         e += strcspn(e, "/");
                         prefix = strndup(path, e - path);
@@ -307,37 +343,16 @@ int cgroup_create(CGroupRoot *r, const char *path) {
                                         goto fail;
                         }
 
-                        k = cgroup_fs_path(r, *h, prefix, NULL, &p);
+                        k = cgroup_mkdir(r, *h, prefix);
                         if (k < 0)
                                 goto fail;
-                        if (mkdir(p, 0755) >= 0) {
-                                is_new = true;
-                                if (strv_extend(&created, *h) < 0 || strv_extend(&created, prefix) < 0)
-                                        goto nomem;
-                        } else if (errno == EEXIST) {
-                                /* Only a directory is a cgroup: the name may be an interface file of
-                                 * the parent ("cpu.shares"), which is no cgroup to complete. */
-                                k = cgroup_dir_exists(r, *h, prefix);
-                                if (k <= 0) {
-                                        k = k ?: -ENOENT;
-                                        goto fail;
-                                }
-                                is_new = false;
-                        } else {
-                                k = negative_errno();
-                                goto fail;
-                        }
-                        if (*e == '\0')
-                                leaf_created = leaf_created || is_new;
+                        if (k > 0 && (strv_extend(&created, *h) < 0 || strv_extend(&created, prefix) < 0))
+                                goto nomem;
 
-                        if (streq(*h, "cpuset")) {
-                                k = v1_cpuset_inherit(r, prefix, is_new);
-                                if (k < 0)
-                                        goto fail;
-                        }
-
-                        if (*e == '\0')
+                        if (*e == '\0') {
+                                leaf_created = leaf_created || k > 0;
                                 break;
+                        }
                         e++;
                 }
         }
@@ -410,31 +425,17 @@ int cgroup_make_leaf(CGroupRoot *r, const char *parent, const char *leaf, const 
 /* Makes path again in the first n hierarchies, which its removal got through before it failed in
  * the next one. */
 static void remove_undo(CGroupRoot *r, const char *path, size_t n, const CGroupSettings *settings) {
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *p = NULL;
-
-                if (cgroup_fs_path(r, r->hierarchies[i], path, NULL, &p) < 0 || mkdir(p, 0755) < 0)
-                        continue;
-                if (streq(r->hierarchies[i], "cpuset"))
-                        (void) v1_cpuset_inherit(r, path, true);
-        }
+        for (size_t i = 0; i < n; i++)
+                (void) cgroup_mkdir(r, r->hierarchies[i], path);
         if (settings)
                 (void) cgroup_apply(r, path, settings, _CGROUP_MASK_ALL, NULL);
 }
 
-int cgroup_remove(CGroupRoot *r, const char *path) {
-        _cleanup_(cgroup_settings_done) CGroupSettings settings = CGROUP_SETTINGS_INIT;
-        bool have_settings = false, removed = false;
-        size_t i = 0;
+/* -EBUSY if path has processes or children in any hierarchy; checked before anything is removed, so
+ * that a busy cgroup is left whole everywhere. */
+static int check_removable(CGroupRoot *r, const char *path) {
         int k;
 
-        assert_return(r, -EINVAL);
-        k = cgroup_path_check(path);
-        if (k < 0)
-                return k;
-        assert_return(path[0] != '\0', -EINVAL);
-
-        /* Check everything first, so that a busy cgroup is left whole in every hierarchy. */
         STRV_FOREACH(h, r->hierarchies) {
                 _cleanup_strv_free_ char **children = NULL;
                 _cleanup_free_ pid_t *pids = NULL;
@@ -453,6 +454,22 @@ int cgroup_remove(CGroupRoot *r, const char *path) {
                 if (k >= 0 && n > 0)
                         return -EBUSY;
         }
+        return 0;
+}
+
+int cgroup_remove(CGroupRoot *r, const char *path) {
+        _cleanup_(cgroup_settings_done) CGroupSettings settings = CGROUP_SETTINGS_INIT;
+        bool have_settings = false, removed = false;
+        size_t i = 0;
+        int k;
+
+        assert_return(r, -EINVAL);
+        k = cgroup_path_check_not_root(path);
+        if (k < 0)
+                return k;
+        k = check_removable(r, path);
+        if (k < 0)
+                return k;
 
         /* v1 removes one directory per hierarchy; if the kernel refuses one after others are gone
          * (a process moved in meanwhile), the others are made again with the settings they had. */
@@ -460,11 +477,7 @@ int cgroup_remove(CGroupRoot *r, const char *path) {
                 have_settings = cgroup_read_settings(r, path, &settings) >= 0;
 
         STRV_FOREACH(h, r->hierarchies) {
-                _cleanup_free_ char *p = NULL;
-
-                k = cgroup_fs_path(r, *h, path, NULL, &p);
-                if (k >= 0)
-                        k = cgroup_rmdir(r, p);
+                k = cgroup_rmdir(r, *h, path);
                 if (k < 0 && k != -ENOENT) {
                         /* (those that were gone already are made as well: the cgroup is whole) */
                         remove_undo(r, path, i, have_settings ? &settings : NULL);
