@@ -401,11 +401,9 @@ int cgroup_apply(CGroupRoot *r, const char *path, const CGroupSettings *s, CGrou
         if (k < 0)
                 return k;
 
-        k = cgroup_exists(r, path);
+        k = cgroup_must_exist(r, path);
         if (k < 0)
                 return k;
-        if (k == 0)
-                return -ENOENT;
         if (mask == 0)
                 return 0;
 

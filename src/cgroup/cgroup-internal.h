@@ -54,6 +54,8 @@ int cgroup_write_i64(CGroupRoot *r, const char *controller, const char *path, co
 
 /* 1 if the cgroup's directory exists in hierarchy h, 0 if not, -ENOTDIR if the name is a file. */
 int cgroup_dir_exists(CGroupRoot *r, const char *h, const char *path);
+/* cgroup_exists(), with -ENOENT for "no": for the functions that act on an existing cgroup. */
+int cgroup_must_exist(CGroupRoot *r, const char *path);
 /* The subdirectories of path in hierarchy h (names only, sorted). */
 int cgroup_list_subdirs(CGroupRoot *r, const char *h, const char *path, char ***ret);
 /* The processes in cgroup.procs of path in hierarchy h, sorted, each once. */

@@ -139,17 +139,37 @@ static uint64_t v1_memory_limit(uint64_t v) {
         return v;
 }
 
+/* A "max"-or-number file (memory.max, memory.high); *ret is left as it is if there is no such file. */
+static int read_optional_limit(CGroupRoot *r, const char *path, const char *file, uint64_t *ret) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        k = read_optional(r, NULL, path, file, &text);
+        return k > 0 ? cgroup_limit_parse(text, ret) : k;
+}
+
+/* A weight as CGroupSettings keeps it: the kernel's default is "not set". */
+static uint64_t weight_unset_if_default(uint64_t w) {
+        return w == CGROUP_WEIGHT_DEFAULT ? CGROUP_WEIGHT_UNSET : w;
+}
+
+/* v2 cpu.weight and io.weight hold systemd's weights as they are. */
+static int weight_from_v2(uint64_t v, uint64_t *ret) {
+        if (!cgroup_weight_is_valid(v) || v == CGROUP_WEIGHT_UNSET)
+                return -EINVAL;
+        *ret = weight_unset_if_default(v);
+        return 0;
+}
+
 static int read_settings_v2(CGroupRoot *r, const char *path, CGroupSettings *t) {
         _cleanup_free_ char *text = NULL;
         uint64_t v;
         int k;
 
         k = cgroup_read_u64(r, NULL, path, "cpu.weight", &v);
-        if (k >= 0) {
-                if (!cgroup_weight_is_valid(v) || v == CGROUP_WEIGHT_UNSET)
-                        return -EINVAL;
-                t->cpu_weight = v == CGROUP_WEIGHT_DEFAULT ? CGROUP_WEIGHT_UNSET : v;
-        } else if (OPTIONAL(k) < 0)
+        if (k >= 0)
+                k = weight_from_v2(v, &t->cpu_weight);
+        if (OPTIONAL(k) < 0)
                 return k;
 
         k = read_optional(r, NULL, path, "cpu.max", &text);
@@ -160,14 +180,11 @@ static int read_settings_v2(CGroupRoot *r, const char *path, CGroupSettings *t) 
         text = mfree(text);
 
         k = cgroup_read_file(r, NULL, path, "io.weight", &text);
-        if (k >= 0) {
+        if (k >= 0)
                 k = io_weight_parse(text, &v);
-                if (k < 0)
-                        return k;
-                if (!cgroup_weight_is_valid(v) || v == CGROUP_WEIGHT_UNSET)
-                        return -EINVAL;
-                t->io_weight = v == CGROUP_WEIGHT_DEFAULT ? CGROUP_WEIGHT_UNSET : v;
-        } else if (OPTIONAL(k) < 0)
+        if (k >= 0)
+                k = weight_from_v2(v, &t->io_weight);
+        if (OPTIONAL(k) < 0)
                 return k;
         text = mfree(text);
 
@@ -178,19 +195,10 @@ static int read_settings_v2(CGroupRoot *r, const char *path, CGroupSettings *t) 
                 return k;
         text = mfree(text);
 
-        k = read_optional(r, NULL, path, "memory.max", &text);
-        if (k > 0)
-                k = cgroup_limit_parse(text, &t->memory_max);
+        k = read_optional_limit(r, path, "memory.max", &t->memory_max);
         if (k < 0)
                 return k;
-        text = mfree(text);
-
-        k = read_optional(r, NULL, path, "memory.high", &text);
-        if (k > 0)
-                k = cgroup_limit_parse(text, &t->memory_high);
-        if (k < 0)
-                return k;
-        return 0;
+        return read_optional_limit(r, path, "memory.high", &t->memory_high);
 }
 
 static int read_settings_v1(CGroupRoot *r, const char *path, CGroupSettings *t) {
@@ -199,10 +207,9 @@ static int read_settings_v1(CGroupRoot *r, const char *path, CGroupSettings *t) 
         int k;
 
         k = cgroup_read_u64(r, "cpu", path, "cpu.shares", &v);
-        if (k >= 0) {
-                v = cgroup_cpu_shares_to_weight(v);
-                t->cpu_weight = v == CGROUP_WEIGHT_DEFAULT ? CGROUP_WEIGHT_UNSET : v;
-        } else if (OPTIONAL(k) < 0)
+        if (k >= 0)
+                t->cpu_weight = weight_unset_if_default(cgroup_cpu_shares_to_weight(v));
+        else if (OPTIONAL(k) < 0)
                 return k;
 
         k = cgroup_read_u64(r, "cpu", path, "cpu.cfs_period_us", &period);
@@ -228,10 +235,9 @@ static int read_settings_v1(CGroupRoot *r, const char *path, CGroupSettings *t) 
                 return k;
 
         k = cgroup_read_u64(r, "blkio", path, "blkio.weight", &v);
-        if (k >= 0) {
-                v = cgroup_blkio_to_io_weight(v);
-                t->io_weight = v == CGROUP_WEIGHT_DEFAULT ? CGROUP_WEIGHT_UNSET : v;
-        } else if (OPTIONAL(k) < 0)
+        if (k >= 0)
+                t->io_weight = weight_unset_if_default(cgroup_blkio_to_io_weight(v));
+        else if (OPTIONAL(k) < 0)
                 return k;
 
         for (size_t type = 0; type < _CGROUP_IO_LIMIT_TYPE_MAX; type++) {
@@ -275,11 +281,9 @@ int cgroup_read_settings(CGroupRoot *r, const char *path, CGroupSettings *ret) {
         assert_return(r, -EINVAL);
         assert_return(ret, -EINVAL);
 
-        k = cgroup_exists(r, path);
+        k = cgroup_must_exist(r, path);
         if (k < 0)
                 return k;
-        if (k == 0)
-                return -ENOENT;
 
         k = r->version == 2 ? read_settings_v2(r, path, &t) : read_settings_v1(r, path, &t);
         if (k < 0)
@@ -315,11 +319,9 @@ int cgroup_read_usage(CGroupRoot *r, const char *path, CGroupUsage *ret) {
         assert_return(r, -EINVAL);
         assert_return(ret, -EINVAL);
 
-        k = cgroup_exists(r, path);
+        k = cgroup_must_exist(r, path);
         if (k < 0)
                 return k;
-        if (k == 0)
-                return -ENOENT;
         v2 = r->version == 2;
 
         /* A file that is missing means the kernel does not count it here: UINT64_MAX. */

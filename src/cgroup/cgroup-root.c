@@ -347,6 +347,15 @@ int cgroup_exists(CGroupRoot *r, const char *path) {
         return 0;
 }
 
+int cgroup_must_exist(CGroupRoot *r, const char *path) {
+        int k;
+
+        k = cgroup_exists(r, path);
+        if (k < 0)
+                return k;
+        return k > 0 ? 0 : -ENOENT;
+}
+
 int cgroup_list_subdirs(CGroupRoot *r, const char *h, const char *path, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         _cleanup_closedir_ DIR *d = NULL;
