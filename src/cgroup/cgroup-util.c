@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Resource settings ↔ the text of the kernel's interface files (pure: no I/O): cpu.max and v1's
+ * quota, weights and their v1 ranges, limits, io.max and v1's throttle files.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,109 +12,9 @@
 
 #include "alloc-util.h"
 #include "cgroup-util.h"
-#include "fileio.h"
 #include "parse-util.h"
-#include "path-util.h"
 #include "string-util.h"
 #include "strv.h"
-
-static const char *const cgroup_mode_table[_CGROUP_MODE_MAX] = {
-        [CGROUP_MODE_NONE] = "none",
-        [CGROUP_MODE_LEGACY] = "legacy",
-        [CGROUP_MODE_HYBRID] = "hybrid",
-        [CGROUP_MODE_UNIFIED] = "unified",
-};
-
-const char *cgroup_mode_to_string(CGroupMode m) {
-        return m >= 0 && m < _CGROUP_MODE_MAX ? cgroup_mode_table[m] : NULL;
-}
-
-int cgroup_parse_proc_cgroups(const char *text, char ***ret_controllers) {
-        _cleanup_strv_free_ char **lines = NULL, **controllers = NULL;
-        int r;
-
-        r = strv_split(text, "\n", &lines);
-        if (r < 0)
-                return r;
-
-        STRV_FOREACH(l, lines) {
-                _cleanup_strv_free_ char **f = NULL;
-                unsigned hierarchy, enabled;
-
-                if ((*l)[0] == '#')
-                        continue;
-                r = strv_split(*l, " \t", &f);
-                if (r < 0)
-                        return r;
-                /* subsys_name hierarchy num_cgroups enabled */
-                if (strv_length(f) != 4 || safe_atou(f[1], &hierarchy) < 0 || safe_atou(f[3], &enabled) < 0)
-                        return -EBADMSG;
-                if (hierarchy == 0 || enabled == 0)
-                        continue;
-                r = strv_extend(&controllers, f[0]);
-                if (r < 0)
-                        return r;
-        }
-
-        *ret_controllers = TAKE_PTR(controllers);
-        return 0;
-}
-
-static int read_controllers(const char *root, const char *file, char ***ret) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
-        int r;
-
-        path = path_join(root, file);
-        if (!path)
-                return -ENOMEM;
-        r = read_full_file(path, &text, NULL);
-        if (r < 0)
-                return r;
-        return strv_split(text, " \n", ret);
-}
-
-int cgroup_detect(const char *root, CGroupMode *ret_mode, char ***ret_v2_controllers,
-                  char ***ret_v1_controllers) {
-        _cleanup_strv_free_ char **v2 = NULL, **v1 = NULL;
-        _cleanup_free_ char *path = NULL, *text = NULL;
-        CGroupMode mode;
-        int r;
-
-        path = path_join(root, "proc/cgroups");
-        if (!path)
-                return -ENOMEM;
-        r = read_full_file(path, &text, NULL);
-        if (r >= 0) {
-                r = cgroup_parse_proc_cgroups(text, &v1);
-                if (r < 0)
-                        return r;
-        } else if (r != -ENOENT)
-                return r;
-
-        r = read_controllers(root, "sys/fs/cgroup/cgroup.controllers", &v2);
-        if (r >= 0)
-                mode = CGROUP_MODE_UNIFIED;
-        else if (r != -ENOENT)
-                return r;
-        else {
-                r = read_controllers(root, "sys/fs/cgroup/unified/cgroup.controllers", &v2);
-                if (r >= 0)
-                        mode = CGROUP_MODE_HYBRID;
-                else if (r != -ENOENT)
-                        return r;
-                else
-                        mode = strv_isempty(v1) ? CGROUP_MODE_NONE : CGROUP_MODE_LEGACY;
-        }
-
-        *ret_mode = mode;
-        if (ret_v2_controllers)
-                *ret_v2_controllers = TAKE_PTR(v2);
-        if (ret_v1_controllers)
-                *ret_v1_controllers = TAKE_PTR(v1);
-        return 0;
-}
-
-/* Resource settings ↔ kernel interface files (pure: no I/O). */
 
 /* The kernel's dev_t has 12 bits of major and 20 bits of minor (MINORBITS). */
 #define KERNEL_MAJOR_MAX 0xfffU
@@ -131,164 +35,6 @@ static const char *const io_limit_keys[_CGROUP_IO_LIMIT_TYPE_MAX] = {
         [CGROUP_IO_RIOPS] = "riops",
         [CGROUP_IO_WIOPS] = "wiops",
 };
-
-/* The prefixes of the kernel's cgroup interface files (v1 and v2, Linux 6.x): "cgroup." for the
- * core, one per controller, and "irq." for v2's irq.pressure. */
-static const char *const kernel_file_prefixes[] = {
-        "cgroup", "blkio", "cpu", "cpuacct", "cpuset", "debug", "devices", "dmem", "freezer", "hugetlb",
-        "io", "irq", "memory", "misc", "net_cls", "net_prio", "perf_event", "pids", "rdma",
-};
-/* v1's core files without a prefix. */
-static const char *const kernel_plain_files[] = { "tasks", "notify_on_release", "release_agent" };
-
-static bool cgroup_name_is_reserved(const char *name) {
-        const char *dot = strchr(name, '.');
-
-        FOREACH_ELEMENT(f, kernel_plain_files)
-                if (streq(name, *f))
-                        return true;
-        if (!dot)
-                return false;
-        FOREACH_ELEMENT(p, kernel_file_prefixes)
-                if (strlen(*p) == (size_t) (dot - name) && strneq(name, *p, dot - name))
-                        return true;
-        return false;
-}
-
-bool cgroup_name_needs_escape(const char *name) {
-        /* "_x" needs it exactly if "x" does, or "_x" would read as the escaped "x"; no reserved name
-         * starts with '_'. */
-        return cgroup_name_is_reserved(name + strspn(name, "_"));
-}
-
-int cgroup_name_escape(const char *name, char **ret) {
-        char *s;
-
-        assert_return(name && ret, -EINVAL);
-
-        s = cgroup_name_needs_escape(name) ? strjoin("_", name) : strdup(name);
-        if (!s)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
-
-int cgroup_name_unescape(const char *dir, char **ret) {
-        const char *name = dir;
-        char *s;
-
-        assert_return(dir && ret, -EINVAL);
-
-        if (dir[0] == '_' && cgroup_name_needs_escape(dir + 1))
-                name = dir + 1;
-        else if (cgroup_name_needs_escape(dir))
-                return -EINVAL; /* a reserved name without its '_': not a directory we make */
-        s = strdup(name);
-        if (!s)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
-
-bool cgroup_weight_is_valid(uint64_t w) {
-        return w == CGROUP_WEIGHT_UNSET || (w >= CGROUP_WEIGHT_MIN && w <= CGROUP_WEIGHT_MAX);
-}
-
-bool cgroup_io_limit_is_none(const CGroupIODeviceLimit *l) {
-        for (size_t t = 0; t < _CGROUP_IO_LIMIT_TYPE_MAX; t++)
-                if (l->limit[t] != CGROUP_LIMIT_MAX)
-                        return false;
-        return true;
-}
-
-static void io_limits_free(CGroupIODeviceLimit *l, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                free(l[i].path);
-        free(l);
-}
-
-void cgroup_settings_done(CGroupSettings *s) {
-        if (!s)
-                return;
-        io_limits_free(s->io_limits, s->n_io_limits);
-        free(s->allowed_cpus);
-        free(s->allowed_mems);
-        *s = CGROUP_SETTINGS_INIT;
-}
-
-static int mask_copy(const uint8_t *mask, size_t size, uint8_t **ret) {
-        uint8_t *c;
-
-        if (!mask) {
-                *ret = NULL;
-                return 0;
-        }
-        c = new(uint8_t, size);
-        if (!c)
-                return -ENOMEM;
-        if (size > 0)
-                memcpy(c, mask, size);
-        *ret = c;
-        return 0;
-}
-
-/* dst is overwritten, not freed: pass an empty one. */
-int cgroup_settings_copy(CGroupSettings *dst, const CGroupSettings *src) {
-        _cleanup_(cgroup_settings_done) CGroupSettings c = CGROUP_SETTINGS_INIT;
-        int r;
-
-        assert_return(dst, -EINVAL);
-        assert_return(src, -EINVAL);
-
-        c.cpu_weight = src->cpu_weight;
-        c.cpu_quota_per_sec_usec = src->cpu_quota_per_sec_usec;
-        c.cpu_quota_period_usec = src->cpu_quota_period_usec;
-        c.io_weight = src->io_weight;
-        c.memory_max = src->memory_max;
-        c.memory_high = src->memory_high;
-
-        if (src->n_io_limits > 0) {
-                c.io_limits = new0(CGroupIODeviceLimit, src->n_io_limits);
-                if (!c.io_limits)
-                        return -ENOMEM;
-                for (size_t i = 0; i < src->n_io_limits; i++) {
-                        CGroupIODeviceLimit *l = c.io_limits + i;
-
-                        *l = src->io_limits[i];
-                        l->path = NULL;
-                        c.n_io_limits++; /* so that the cleanup frees what is already copied */
-                        if (src->io_limits[i].path) {
-                                l->path = strdup(src->io_limits[i].path);
-                                if (!l->path)
-                                        return -ENOMEM;
-                        }
-                }
-        }
-
-        r = mask_copy(src->allowed_cpus, src->allowed_cpus_size, &c.allowed_cpus);
-        if (r < 0)
-                return r;
-        c.allowed_cpus_size = src->allowed_cpus_size;
-        r = mask_copy(src->allowed_mems, src->allowed_mems_size, &c.allowed_mems);
-        if (r < 0)
-                return r;
-        c.allowed_mems_size = src->allowed_mems_size;
-
-        *dst = c;
-        c = CGROUP_SETTINGS_INIT;
-        return 0;
-}
-
-static CGroupIODeviceLimit *io_limit_find(CGroupIODeviceLimit *l, size_t n, dev_t devnum) {
-        for (size_t i = 0; i < n; i++)
-                if (l[i].devnum == devnum)
-                        return l + i;
-        return NULL;
-}
-
-CGroupIODeviceLimit *cgroup_settings_find_io_limit(const CGroupSettings *s, dev_t devnum) {
-        return s ? io_limit_find(s->io_limits, s->n_io_limits, devnum) : NULL;
-}
 
 /* A copy of a one-value kernel file's text without its single trailing newline. */
 static char *strdup_value(const char *text) {
@@ -453,8 +199,7 @@ char *cgroup_limit_format(uint64_t value, char *buf, size_t size) {
         return buf;
 }
 
-/* "MAJ:MIN" within the kernel's dev_t ranges. */
-static int devnum_parse(const char *s, dev_t *ret) {
+int cgroup_devnum_parse(const char *s, dev_t *ret) {
         _cleanup_free_ char *maj = NULL;
         const char *colon;
         uint32_t a, b;
@@ -507,7 +252,7 @@ static int io_limit_type_from_key(const char *key) {
         return -EINVAL;
 }
 
-static bool key_is_valid(const char *s, size_t n) {
+bool cgroup_key_is_valid(const char *s, size_t n) {
         if (n == 0)
                 return false;
         for (size_t i = 0; i < n; i++)
@@ -545,7 +290,7 @@ int cgroup_io_max_parse(const char *text, CGroupIODeviceLimit **ret, size_t *ret
                 if (r < 0)
                         goto fail;
                 r = -EINVAL;
-                if (strv_isempty(f) || devnum_parse(f[0], &devnum) < 0)
+                if (strv_isempty(f) || cgroup_devnum_parse(f[0], &devnum) < 0)
                         goto fail;
                 for (size_t i = 0; i < n; i++)
                         if (list[i].devnum == devnum)
@@ -566,7 +311,7 @@ int cgroup_io_max_parse(const char *text, CGroupIODeviceLimit **ret, size_t *ret
                         _cleanup_free_ char *key = NULL;
                         int type;
 
-                        if (!eq || !key_is_valid(*t, eq - *t))
+                        if (!eq || !cgroup_key_is_valid(*t, eq - *t))
                                 goto fail;
                         key = strndup(*t, eq - *t);
                         if (!key) {
@@ -593,7 +338,7 @@ int cgroup_io_max_parse(const char *text, CGroupIODeviceLimit **ret, size_t *ret
         return 0;
 
 fail:
-        io_limits_free(list, n);
+        cgroup_io_limits_free(list, n);
         return r;
 }
 
@@ -637,7 +382,7 @@ int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit 
                 r = strv_split(*line, " ", &f);
                 if (r < 0)
                         return r;
-                if (strv_length(f) != 2 || devnum_parse(f[0], &devs[k]) < 0 ||
+                if (strv_length(f) != 2 || cgroup_devnum_parse(f[0], &devs[k]) < 0 ||
                     safe_atou64(f[1], &values[k]) < 0)
                         return -EINVAL;
                 /* Writing 0 removes a limit, so the kernel never shows one. */
@@ -646,7 +391,7 @@ int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit 
                 for (size_t i = 0; i < k; i++)
                         if (devs[i] == devs[k])
                                 return -EINVAL;
-                if (!io_limit_find(*list, *n, devs[k])) {
+                if (!cgroup_io_limits_find(*list, *n, devs[k])) {
                         char *path = devnum_block_path(devs[k]);
 
                         if (!path)
@@ -668,7 +413,7 @@ int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit 
 
         /* Nothing can fail from here on. */
         for (size_t i = 0, p = 0; i < k; i++) {
-                CGroupIODeviceLimit *e = io_limit_find(*list, *n, devs[i]);
+                CGroupIODeviceLimit *e = cgroup_io_limits_find(*list, *n, devs[i]);
                 if (!e) {
                         e = *list + (*n)++;
                         *e = (CGroupIODeviceLimit) { .path = TAKE_PTR(new_paths[p]), .devnum = devs[i] };
@@ -678,151 +423,5 @@ int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit 
                 }
                 e->limit[type] = values[i];
         }
-        return 0;
-}
-
-int cgroup_cpu_stat_parse(const char *text, const char *key, uint64_t *ret) {
-        _cleanup_strv_free_ char **lines = NULL;
-        uint64_t value = 0;
-        bool found = false;
-        int r;
-
-        assert_return(text, -EINVAL);
-        assert_return(key, -EINVAL);
-
-        r = strv_split(text, "\n", &lines);
-        if (r < 0)
-                return r;
-        /* Flat keyed: "KEY VALUE" per line, all numbers. */
-        STRV_FOREACH(line, lines) {
-                _cleanup_strv_free_ char **f = NULL;
-                uint64_t v;
-
-                r = strv_split(*line, " ", &f);
-                if (r < 0)
-                        return r;
-                if (strv_length(f) != 2 || !key_is_valid(f[0], strlen(f[0])) || safe_atou64(f[1], &v) < 0)
-                        return -EINVAL;
-                if (streq(f[0], key)) {
-                        if (found)
-                                return -EINVAL;
-                        value = v;
-                        found = true;
-                }
-        }
-        if (!found)
-                return -EINVAL;
-        if (ret)
-                *ret = value;
-        return 0;
-}
-
-static int add_checked(uint64_t *sum, uint64_t v) {
-        if (*sum > UINT64_MAX - v)
-                return -EINVAL;
-        *sum += v;
-        return 0;
-}
-
-int cgroup_io_stat_parse(const char *text, uint64_t *ret_rbytes, uint64_t *ret_wbytes) {
-        _cleanup_strv_free_ char **lines = NULL;
-        uint64_t rbytes = 0, wbytes = 0;
-        int r;
-
-        assert_return(text, -EINVAL);
-
-        r = strv_split(text, "\n", &lines);
-        if (r < 0)
-                return r;
-        /* Nested keyed: "MAJ:MIN KEY=VALUE ..." per device. Other keys (dbytes, cost.vrate=1.5 of
-         * iocost, ...) are not ours and may have values that are not integers. */
-        STRV_FOREACH(line, lines) {
-                _cleanup_strv_free_ char **f = NULL;
-                bool seen_r = false, seen_w = false;
-                dev_t devnum;
-
-                r = strv_split(*line, " ", &f);
-                if (r < 0)
-                        return r;
-                if (strv_isempty(f) || devnum_parse(f[0], &devnum) < 0)
-                        return -EINVAL;
-                for (char **t = f + 1; *t; t++) {
-                        const char *eq = strchr(*t, '=');
-                        const char *v;
-                        uint64_t x;
-
-                        if (!eq || !key_is_valid(*t, eq - *t))
-                                return -EINVAL;
-                        if ((v = startswith(*t, "rbytes="))) {
-                                if (seen_r || safe_atou64(v, &x) < 0 || add_checked(&rbytes, x) < 0)
-                                        return -EINVAL;
-                                seen_r = true;
-                        } else if ((v = startswith(*t, "wbytes="))) {
-                                if (seen_w || safe_atou64(v, &x) < 0 || add_checked(&wbytes, x) < 0)
-                                        return -EINVAL;
-                                seen_w = true;
-                        }
-                }
-        }
-
-        if (ret_rbytes)
-                *ret_rbytes = rbytes;
-        if (ret_wbytes)
-                *ret_wbytes = wbytes;
-        return 0;
-}
-
-/* Sync, Async, Discard, Total, and whatever a later kernel adds: a capitalized word. */
-static bool blkio_op_is_valid(const char *s) {
-        if (!(s[0] >= 'A' && s[0] <= 'Z'))
-                return false;
-        for (s++; *s; s++)
-                if (!(*s >= 'a' && *s <= 'z'))
-                        return false;
-        return true;
-}
-
-int cgroup_blkio_bytes_parse(const char *text, uint64_t *ret_rbytes, uint64_t *ret_wbytes) {
-        _cleanup_strv_free_ char **lines = NULL;
-        uint64_t rbytes = 0, wbytes = 0;
-        int r;
-
-        assert_return(text, -EINVAL);
-
-        r = strv_split(text, "\n", &lines);
-        if (r < 0)
-                return r;
-        /* "MAJ:MIN Read|Write|Sync|Async|Discard|Total N" per device and operation, then "Total N". */
-        STRV_FOREACH(line, lines) {
-                _cleanup_strv_free_ char **f = NULL;
-                size_t nf;
-                dev_t devnum;
-                uint64_t v;
-
-                r = strv_split(*line, " ", &f);
-                if (r < 0)
-                        return r;
-                nf = strv_length(f);
-                if (nf == 2 && streq(f[0], "Total")) {
-                        if (safe_atou64(f[1], NULL) < 0)
-                                return -EINVAL;
-                        continue;
-                }
-                if (nf != 3 || devnum_parse(f[0], &devnum) < 0 || safe_atou64(f[2], &v) < 0)
-                        return -EINVAL;
-                if (streq(f[1], "Read")) {
-                        if (add_checked(&rbytes, v) < 0)
-                                return -EINVAL;
-                } else if (streq(f[1], "Write")) {
-                        if (add_checked(&wbytes, v) < 0)
-                                return -EINVAL;
-                } else if (!blkio_op_is_valid(f[1]))
-                        return -EINVAL;
-        }
-
-        if (ret_rbytes)
-                *ret_rbytes = rbytes;
-        if (ret_wbytes)
-                *ret_wbytes = wbytes;
         return 0;
 }

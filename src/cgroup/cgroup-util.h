@@ -9,7 +9,13 @@
 #include "macro.h"
 #include "time-util.h"
 
-/* How the cgroup hierarchies are mounted under <root>/sys/fs/cgroup. */
+/*
+ * The pure layer of src/cgroup (and the hierarchy detection at start-up): types and conversions
+ * that need no CGroupRoot, unit-tested on their own. Implemented by cgroup-mode.c, cgroup-name.c,
+ * cgroup-settings.c, cgroup-util.c and cgroup-stat.c, as the sections below say.
+ */
+
+/* cgroup-mode.c: how the cgroup hierarchies are mounted under <root>/sys/fs/cgroup. */
 typedef enum CGroupMode {
         CGROUP_MODE_NONE,    /* nothing mounted */
         CGROUP_MODE_LEGACY,  /* v1 controller hierarchies only */
@@ -35,7 +41,7 @@ int cgroup_parse_proc_cgroups(const char *text, char ***ret_controllers);
 int cgroup_detect(const char *root, CGroupMode *ret_mode, char ***ret_v2_controllers, char ***ret_v1_controllers);
 
 /*
- * A cgroup's directory holds its interface files and its children side by side, so a child named
+ * cgroup-name.c: a cgroup's directory holds its interface files and its children side by side, so a child named
  * like an interface file ("memory.stat", "cpu.shares", "tasks") cannot be made where the file
  * exists, and where it does not exist yet (a controller not enabled, or one a later kernel adds)
  * the child takes the name from the file. As systemd does for unit cgroups (cg_escape()), such a
@@ -128,6 +134,8 @@ typedef struct CGroupUsage {
         uint64_t n_tasks;
 } CGroupUsage;
 
+/* cgroup-settings.c */
+
 /* CPUWeight=, IOWeight=: 1..10000, or CGROUP_WEIGHT_UNSET. */
 bool cgroup_weight_is_valid(uint64_t w) _const_;
 /* Whether all four limits of the device are CGROUP_LIMIT_MAX. */
@@ -138,10 +146,13 @@ void cgroup_settings_done(CGroupSettings *s);
 int cgroup_settings_copy(CGroupSettings *dst, const CGroupSettings *src);
 /* The entry for devnum, or NULL. */
 CGroupIODeviceLimit *cgroup_settings_find_io_limit(const CGroupSettings *s, dev_t devnum) _pure_;
+CGroupIODeviceLimit *cgroup_io_limits_find(CGroupIODeviceLimit *l, size_t n, dev_t devnum) _pure_;
+/* Frees the n entries (their paths) and the array. */
+void cgroup_io_limits_free(CGroupIODeviceLimit *l, size_t n);
 
 /*
- * Pure conversions between systemd's settings and the kernel's interface files; used by
- * cgroup.c and unit-tested on their own. Parsers return -EINVAL for text the kernel would not
+ * cgroup-util.c: conversions between systemd's settings and the kernel's interface files; used by
+ * cgroup-apply.c and cgroup-read.c. Parsers return -EINVAL for text the kernel would not
  * produce.
  */
 
@@ -169,7 +180,12 @@ const char *cgroup_blkio_throttle_file(CGroupIOLimitType t) _const_;
 /* v1 blkio.throttle.*_device: lines "MAJ:MIN N"; merges type into the list. */
 int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit **list, size_t *n);
 
-/* Usage files. */
+/* The tokens of the kernel's keyed files: "MAJ:MIN" within the kernel's dev_t ranges, and a key
+ * ("rbps", "cost.vrate": lower-case letters, digits, '_', '.'). */
+int cgroup_devnum_parse(const char *s, dev_t *ret);
+bool cgroup_key_is_valid(const char *s, size_t n) _pure_;
+
+/* cgroup-stat.c: the usage files. */
 /* One key of cpu.stat (v2; v1's cpu controller has the same flat format, e.g. nr_periods). */
 int cgroup_cpu_stat_parse(const char *text, const char *key, uint64_t *ret);
 int cgroup_io_stat_parse(const char *text, uint64_t *ret_rbytes, uint64_t *ret_wbytes); /* v2 io.stat */
