@@ -24,33 +24,27 @@ const char *cgroup_mode_to_string(CGroupMode m) {
         return m >= 0 && m < _CGROUP_MODE_MAX ? cgroup_mode_table[m] : NULL;
 }
 
+/* "subsys_name hierarchy num_cgroups enabled"; the header line is a comment ("#subsys_name ..."). */
+static int proc_cgroups_line(char **f, void *userdata) {
+        char ***controllers = userdata;
+        unsigned hierarchy, enabled;
+
+        if (!strv_isempty(f) && f[0][0] == '#')
+                return 0;
+        if (strv_length(f) != 4 || safe_atou(f[1], &hierarchy) < 0 || safe_atou(f[3], &enabled) < 0)
+                return -EBADMSG;
+        if (hierarchy == 0 || enabled == 0)
+                return 0;
+        return strv_extend(controllers, f[0]);
+}
+
 int cgroup_parse_proc_cgroups(const char *text, char ***ret_controllers) {
-        _cleanup_strv_free_ char **lines = NULL, **controllers = NULL;
+        _cleanup_strv_free_ char **controllers = NULL;
         int r;
 
-        r = strv_split(text, "\n", &lines);
+        r = cgroup_parse_lines(text, " \t", proc_cgroups_line, &controllers);
         if (r < 0)
                 return r;
-
-        STRV_FOREACH(l, lines) {
-                _cleanup_strv_free_ char **f = NULL;
-                unsigned hierarchy, enabled;
-
-                if ((*l)[0] == '#')
-                        continue;
-                r = strv_split(*l, " \t", &f);
-                if (r < 0)
-                        return r;
-                /* subsys_name hierarchy num_cgroups enabled */
-                if (strv_length(f) != 4 || safe_atou(f[1], &hierarchy) < 0 || safe_atou(f[3], &enabled) < 0)
-                        return -EBADMSG;
-                if (hierarchy == 0 || enabled == 0)
-                        continue;
-                r = strv_extend(&controllers, f[0]);
-                if (r < 0)
-                        return r;
-        }
-
         *ret_controllers = TAKE_PTR(controllers);
         return 0;
 }

@@ -262,6 +262,27 @@ bool cgroup_key_is_valid(const char *s, size_t n) {
         return true;
 }
 
+int cgroup_parse_lines(const char *text, const char *field_separators, CGroupLineParser parse_line,
+                       void *userdata) {
+        _cleanup_strv_free_ char **lines = NULL;
+        int r;
+
+        r = strv_split(text, "\n", &lines);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(line, lines) {
+                _cleanup_strv_free_ char **f = NULL;
+
+                r = strv_split(*line, field_separators, &f);
+                if (r < 0)
+                        return r;
+                r = parse_line(f, userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int cgroup_io_max_parse(const char *text, CGroupIODeviceLimit **ret, size_t *ret_n) {
         _cleanup_strv_free_ char **lines = NULL;
         CGroupIODeviceLimit *list = NULL;

@@ -184,6 +184,11 @@ int cgroup_blkio_throttle_parse(const char *text, int type, CGroupIODeviceLimit 
  * ("rbps", "cost.vrate": lower-case letters, digits, '_', '.'). */
 int cgroup_devnum_parse(const char *s, dev_t *ret);
 bool cgroup_key_is_valid(const char *s, size_t n) _pure_;
+/* Calls parse_line with the fields (split at field_separators) of each non-empty line of text, until
+ * it fails. */
+typedef int (*CGroupLineParser)(char **fields, void *userdata);
+int cgroup_parse_lines(const char *text, const char *field_separators, CGroupLineParser parse_line,
+                       void *userdata);
 
 /* cgroup-stat.c: the usage files. */
 /* One key of cpu.stat (v2; v1's cpu controller has the same flat format, e.g. nr_periods). */
