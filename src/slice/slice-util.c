@@ -95,10 +95,6 @@ static int fail(char **ret_error, int error, const char *format, ...) {
         return -error;
 }
 
-static bool weight_ok(uint64_t w) {
-        return w == CGROUP_WEIGHT_UNSET || (w >= CGROUP_WEIGHT_MIN && w <= CGROUP_WEIGHT_MAX);
-}
-
 /* Indexes in mask that are not in online; the first one, or -1. */
 static int64_t first_not_online(const uint8_t *mask, size_t size, const uint8_t *online, size_t online_size) {
         for (size_t i = 0; i < size * 8; i++)
@@ -124,9 +120,9 @@ int slice_settings_validate(const CGroupSettings *s, CGroupSettingMask mask, uin
                             size_t online_nodes_size, char **ret_error) {
         page_size = MAX(page_size, UINT64_C(1));
 
-        if ((mask & CGROUP_MASK_CPU_WEIGHT) && !weight_ok(s->cpu_weight))
+        if ((mask & CGROUP_MASK_CPU_WEIGHT) && !cgroup_weight_is_valid(s->cpu_weight))
                 return fail(ret_error, ERANGE, "Invalid CPUWeight %" PRIu64 ": expected 1-10000.", s->cpu_weight);
-        if ((mask & CGROUP_MASK_IO_WEIGHT) && !weight_ok(s->io_weight))
+        if ((mask & CGROUP_MASK_IO_WEIGHT) && !cgroup_weight_is_valid(s->io_weight))
                 return fail(ret_error, ERANGE, "Invalid IOWeight %" PRIu64 ": expected 1-10000.", s->io_weight);
 
         if (mask & CGROUP_MASK_CPU_QUOTA) {
