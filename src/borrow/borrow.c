@@ -16,6 +16,7 @@
 #include "fd-util.h"
 #include "fileio.h"
 #include "log.h"
+#include "parse-util.h"
 #include "path-util.h"
 #include "proc-util.h"
 #include "string-util.h"
@@ -72,13 +73,6 @@ static void save_now(BorrowManager *m) {
         r = save_state(m, NULL);
         if (r < 0)
                 log_warning_errno(r, "Failed to save the borrowing state to '%s', will retry: %m", m->state_file);
-}
-
-static unsigned popcount_mask(const uint8_t *mask, size_t size) {
-        unsigned n = 0;
-        for (size_t i = 0; i < size; i++)
-                n += (unsigned) __builtin_popcount(mask[i]);
-        return n;
 }
 
 static char *fmt_ms(char buf[static FORMAT_TIMESPAN_MAX], usec_t u) {
@@ -161,7 +155,7 @@ static void target_quota(BorrowTarget *t, Slice *s, usec_t *ret_quota, usec_t *r
                 *ret_period = period;
                 return;
         }
-        n = c->allowed_cpus ? popcount_mask(c->allowed_cpus, c->allowed_cpus_size) : 0;
+        n = c->allowed_cpus ? index_list_count(c->allowed_cpus, c->allowed_cpus_size) : 0;
         if (n == 0)
                 n = t->manager->n_cpus;
         *ret_quota = borrow_capacity_usec(period, n);
