@@ -78,6 +78,7 @@ static void job_finished(Call *call, const char *result) {
 
 static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         SystemdClient *c = userdata;
+        _cleanup_free_ char *job_copy = NULL, *result_copy = NULL;
         const char *job, *unit, *result;
         uint32_t id;
         unsigned i;
@@ -91,12 +92,15 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
                         return 0;
                 }
 
-        /* Maybe ours, with the reply still in the queue: remember it for a while. */
+        /* Maybe ours, with the reply still in the queue: remember it for a while. Both copies or
+         * neither: a job without its result would later read as failed with an empty result. */
+        job_copy = strdup(job);
+        result_copy = strdup(result);
+        if (!job_copy || !result_copy)
+                return -ENOMEM;
         i = c->recent_next++ % RECENT_JOBS_MAX;
-        free(c->recent[i].job);
-        free(c->recent[i].result);
-        c->recent[i].job = strdup(job);
-        c->recent[i].result = strdup(result);
+        free_and_replace(c->recent[i].job, job_copy);
+        free_and_replace(c->recent[i].result, result_copy);
         return 0;
 }
 
