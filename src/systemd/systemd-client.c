@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -214,8 +215,22 @@ static int call_send(SystemdClient *c, sd_bus_message *m, const char *unit, Syst
         return 0;
 }
 
-static int new_manager_call(SystemdClient *c, const char *member, sd_bus_message **ret) {
-        return sd_bus_message_new_method_call(c->bus, ret, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, member);
+/* A call of the manager's member with its first arguments (types as sd_bus_message_append()). */
+static int new_manager_call(SystemdClient *c, const char *member, sd_bus_message **ret, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(c->bus, &m, SYSTEMD_SERVICE, SYSTEMD_PATH, SYSTEMD_MANAGER, member);
+        if (r < 0)
+                return r;
+        va_start(ap, types);
+        r = sd_bus_message_appendv(m, types, ap);
+        va_end(ap);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
 }
 
 static int append_properties(sd_bus_message *m, SystemdAppendFunc append, void *append_data) {
@@ -237,10 +252,7 @@ int systemd_start_transient_unit(SystemdClient *c, const char *unit, SystemdAppe
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = new_manager_call(c, "StartTransientUnit", &m);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(m, "ss", unit, "fail");
+        r = new_manager_call(c, "StartTransientUnit", &m, "ss", unit, "fail");
         if (r < 0)
                 return r;
         r = append_properties(m, append, append_data);
@@ -256,10 +268,7 @@ int systemd_stop_unit(SystemdClient *c, const char *unit, SystemdDoneFunc done, 
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = new_manager_call(c, "StopUnit", &m);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(m, "ss", unit, "replace");
+        r = new_manager_call(c, "StopUnit", &m, "ss", unit, "replace");
         if (r < 0)
                 return r;
         return call_send(c, m, unit, done, userdata);
@@ -270,10 +279,7 @@ int systemd_set_unit_properties(SystemdClient *c, const char *unit, SystemdAppen
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = new_manager_call(c, "SetUnitProperties", &m);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(m, "sb", unit, true);
+        r = new_manager_call(c, "SetUnitProperties", &m, "sb", unit, true);
         if (r < 0)
                 return r;
         r = append_properties(m, append, append_data);
@@ -287,10 +293,7 @@ int systemd_attach_processes(SystemdClient *c, const char *unit, const char *sub
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = new_manager_call(c, "AttachProcessesToUnit", &m);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(m, "ss", unit, strempty(subcgroup));
+        r = new_manager_call(c, "AttachProcessesToUnit", &m, "ss", unit, strempty(subcgroup));
         if (r < 0)
                 return r;
         r = sd_bus_message_append_array(m, 'u', pids, n_pids * sizeof(uint32_t));
@@ -306,10 +309,7 @@ int systemd_list_units(SystemdClient *c, const char *pattern, char ***ret) {
         const char *name;
         int r;
 
-        r = new_manager_call(c, "ListUnitsByPatterns", &m);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(m, "asas", 0, 1, pattern);
+        r = new_manager_call(c, "ListUnitsByPatterns", &m, "asas", 0, 1, pattern);
         if (r < 0)
                 return r;
         r = sd_bus_call(c->bus, m, 0, &error, &reply);
@@ -484,6 +484,27 @@ int systemd_read_unit_settings(SystemdClient *c, const char *unit, CGroupSetting
         return 0;
 }
 
+/* Opens one property of an "a(sv)": the struct, its name and the variant holding contents. */
+static int open_property(sd_bus_message *m, const char *name, const char *contents) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", name);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', contents);
+        return r;
+}
+
+static int close_property(sd_bus_message *m) {
+        int r;
+
+        r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
 static int append_io_limits(sd_bus_message *m, const CGroupSettings *s, CGroupIOLimitType type, const char *name) {
         int r;
 
@@ -491,11 +512,7 @@ static int append_io_limits(sd_bus_message *m, const CGroupSettings *s, CGroupIO
         r = sd_bus_message_append(m, "(sv)", name, "a(st)", 0);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(m, 'r', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", name);
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "a(st)");
+        r = open_property(m, name, "a(st)");
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'a', "(st)");
         if (r < 0)
@@ -508,9 +525,19 @@ static int append_io_limits(sd_bus_message *m, const CGroupSettings *s, CGroupIO
                 }
         r = sd_bus_message_close_container(m);
         if (r >= 0)
-                r = sd_bus_message_close_container(m);
+                r = close_property(m);
+        return r;
+}
+
+/* (name, "ay" mask): AllowedCPUs=, AllowedMemoryNodes=. */
+static int append_bitmask(sd_bus_message *m, const char *name, const uint8_t *mask, size_t size) {
+        int r;
+
+        r = open_property(m, name, "ay");
         if (r >= 0)
-                r = sd_bus_message_close_container(m);
+                r = sd_bus_message_append_array(m, 'y', mask, size);
+        if (r >= 0)
+                r = close_property(m);
         return r;
 }
 
@@ -537,31 +564,9 @@ int systemd_append_settings(sd_bus_message *m, const CGroupSettings *s, CGroupSe
                 r = sd_bus_message_append(m, "(sv)", "MemoryMax", "t", s->memory_max);
         if (r >= 0 && (mask & CGROUP_MASK_MEMORY_HIGH))
                 r = sd_bus_message_append(m, "(sv)", "MemoryHigh", "t", s->memory_high);
-        if (r >= 0 && (mask & CGROUP_MASK_ALLOWED_CPUS)) {
-                r = sd_bus_message_open_container(m, 'r', "sv");
-                if (r >= 0)
-                        r = sd_bus_message_append(m, "s", "AllowedCPUs");
-                if (r >= 0)
-                        r = sd_bus_message_open_container(m, 'v', "ay");
-                if (r >= 0)
-                        r = sd_bus_message_append_array(m, 'y', s->allowed_cpus, s->allowed_cpus_size);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(m);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(m);
-        }
-        if (r >= 0 && (mask & CGROUP_MASK_ALLOWED_MEMS)) {
-                r = sd_bus_message_open_container(m, 'r', "sv");
-                if (r >= 0)
-                        r = sd_bus_message_append(m, "s", "AllowedMemoryNodes");
-                if (r >= 0)
-                        r = sd_bus_message_open_container(m, 'v', "ay");
-                if (r >= 0)
-                        r = sd_bus_message_append_array(m, 'y', s->allowed_mems, s->allowed_mems_size);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(m);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(m);
-        }
+        if (r >= 0 && (mask & CGROUP_MASK_ALLOWED_CPUS))
+                r = append_bitmask(m, "AllowedCPUs", s->allowed_cpus, s->allowed_cpus_size);
+        if (r >= 0 && (mask & CGROUP_MASK_ALLOWED_MEMS))
+                r = append_bitmask(m, "AllowedMemoryNodes", s->allowed_mems, s->allowed_mems_size);
         return r;
 }
