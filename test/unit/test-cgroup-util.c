@@ -835,10 +835,97 @@ START_TEST(test_name_escape) {
 }
 END_TEST
 
+/* The helpers the conversion and usage parsers share, and the weight range both validators use. */
+START_TEST(test_weight_is_valid) {
+        ck_assert(cgroup_weight_is_valid(CGROUP_WEIGHT_UNSET));
+        ck_assert(cgroup_weight_is_valid(CGROUP_WEIGHT_MIN));
+        ck_assert(cgroup_weight_is_valid(CGROUP_WEIGHT_DEFAULT));
+        ck_assert(cgroup_weight_is_valid(CGROUP_WEIGHT_MAX));
+        ck_assert(!cgroup_weight_is_valid(0));
+        ck_assert(!cgroup_weight_is_valid(CGROUP_WEIGHT_MAX + 1));
+        ck_assert(!cgroup_weight_is_valid(UINT64_MAX - 1));
+}
+END_TEST
+
+START_TEST(test_io_limit_is_none) {
+        CGroupIODeviceLimit l = io_limit(8, 0, CGROUP_LIMIT_MAX, CGROUP_LIMIT_MAX, CGROUP_LIMIT_MAX,
+                                         CGROUP_LIMIT_MAX);
+
+        ck_assert(cgroup_io_limit_is_none(&l));
+        for (size_t t = 0; t < _CGROUP_IO_LIMIT_TYPE_MAX; t++) {
+                l.limit[t] = 1;
+                ck_assert(!cgroup_io_limit_is_none(&l));
+                l.limit[t] = CGROUP_LIMIT_MAX;
+        }
+        free(l.path);
+}
+END_TEST
+
+START_TEST(test_blkio_throttle_file) {
+        ck_assert_str_eq(cgroup_blkio_throttle_file(CGROUP_IO_RBPS), "blkio.throttle.read_bps_device");
+        ck_assert_str_eq(cgroup_blkio_throttle_file(CGROUP_IO_WBPS), "blkio.throttle.write_bps_device");
+        ck_assert_str_eq(cgroup_blkio_throttle_file(CGROUP_IO_RIOPS), "blkio.throttle.read_iops_device");
+        ck_assert_str_eq(cgroup_blkio_throttle_file(CGROUP_IO_WIOPS), "blkio.throttle.write_iops_device");
+        ck_assert_ptr_null(cgroup_blkio_throttle_file(_CGROUP_IO_LIMIT_TYPE_MAX));
+}
+END_TEST
+
+START_TEST(test_tokens) {
+        dev_t d = makedev(1, 1);
+
+        ck_assert_int_eq(cgroup_devnum_parse("8:16", &d), 0);
+        ck_assert_uint_eq(major(d), 8);
+        ck_assert_uint_eq(minor(d), 16);
+        ck_assert_int_eq(cgroup_devnum_parse("4095:1048575", &d), 0);
+        ck_assert_uint_eq(major(d), 4095);
+        ck_assert_uint_eq(minor(d), 1048575);
+        FOREACH_ELEMENT(b, ((const char *const[]) { "", "8", "8:", ":16", "4096:0", "0:1048576", "8:16x", "-8:1",
+                                                   "8 :16" })) {
+                d = makedev(1, 1);
+                ck_assert_msg(cgroup_devnum_parse(*b, &d) == -EINVAL, "accepted '%s'", *b);
+                ck_assert_uint_eq(d, makedev(1, 1));
+        }
+
+        ck_assert(cgroup_key_is_valid("rbytes", 6));
+        ck_assert(cgroup_key_is_valid("cost.vrate", 10));
+        ck_assert(cgroup_key_is_valid("nr_periods=5", 10)); /* only the first n characters count */
+        ck_assert(!cgroup_key_is_valid("", 0));
+        ck_assert(!cgroup_key_is_valid("Read", 4));
+        ck_assert(!cgroup_key_is_valid("a-b", 3));
+}
+END_TEST
+
+static int count_line(char **f, void *userdata) {
+        size_t *n = userdata;
+
+        if (streq(f[0], "stop"))
+                return -EBADMSG;
+        *n += strv_length(f);
+        return 0;
+}
+
+START_TEST(test_parse_lines) {
+        size_t n = 0;
+
+        ck_assert_int_eq(cgroup_parse_lines("a b\n\nc\td e\n", " ", count_line, &n), 0);
+        ck_assert_uint_eq(n, 4); /* "a" "b", then "c\td" "e": empty lines skipped, only ' ' splits */
+        n = 0;
+        ck_assert_int_eq(cgroup_parse_lines("c\td e\n", " \t", count_line, &n), 0);
+        ck_assert_uint_eq(n, 3);
+        n = 0;
+        ck_assert_int_eq(cgroup_parse_lines("a\nstop\nb c\n", " ", count_line, &n), -EBADMSG);
+        ck_assert_uint_eq(n, 1); /* stopped at the failing line */
+        n = 0;
+        ck_assert_int_eq(cgroup_parse_lines("", " ", count_line, &n), 0);
+        ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
 TEST_SUITE("cgroup-util", test_parse_proc_cgroups, test_detect_unified, test_detect_hybrid,
            test_detect_legacy_and_none, test_detect_garbage, test_settings_done_copy_find,
            test_settings_copy_sparse, test_cpu_quota_per_period, test_cpu_max_format, test_cpu_max_parse,
            test_cpu_max_parse_garbage, test_cpu_max_round_trip, test_cpu_weight_shares, test_io_weight_blkio,
            test_limit_parse, test_limit_format, test_io_max_format_line, test_io_max_parse,
            test_io_max_parse_garbage, test_blkio_throttle_parse, test_blkio_throttle_parse_garbage,
-           test_cpu_stat_parse, test_io_stat_parse, test_blkio_bytes_parse, test_name_escape)
+           test_cpu_stat_parse, test_io_stat_parse, test_blkio_bytes_parse, test_name_escape, test_weight_is_valid,
+           test_io_limit_is_none, test_blkio_throttle_file, test_tokens, test_parse_lines)
