@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Targets: one per slice that was ever charged, with its account. While it owes something or a
+ * shortened quota is in force, a tick per CFS period asks the ledger for the next quota and writes
+ * it for the slice's processes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "alloc-util.h"
+#include "borrow-internal.h"
+#include "log.h"
+#include "parse-util.h"
+#include "string-util.h"
+
+static void target_overrun(BorrowTarget *t, usec_t period);
+
+BorrowTarget *borrow_manager_find_target(BorrowManager *m, const char *name) {
+        for (BorrowTarget *t = m->targets; t; t = t->next)
+                if (streq(t->name, name))
+                        return t;
+        return NULL;
+}
+
+int borrow_target_new(BorrowManager *m, Slice *s, BorrowTarget **ret) {
+        _cleanup_free_ BorrowTarget *t = NULL;
+
+        t = new0(BorrowTarget, 1);
+        if (!t)
+                return -ENOMEM;
+        *t = (BorrowTarget){ .manager = m,
+                             .limit_usec = USEC_INFINITY,
+                             .boundary_usec = USEC_INFINITY,
+                             .usage_usec = USEC_INFINITY,
+                             .configured_per_sec_usec = USEC_INFINITY,
+                             .configured_period_usec = USEC_INFINITY,
+                             .slice_id = s->id,
+                             .cgroup_id = s->cgroup_id };
+        t->name = strdup(s->name);
+        if (!t->name)
+                return -ENOMEM;
+        t->next = m->targets;
+        m->targets = t;
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+void borrow_target_free(BorrowTarget *t) {
+        if (!t)
+                return;
+        for (BorrowTarget **p = &t->manager->targets; *p; p = &(*p)->next)
+                if (*p == t) {
+                        *p = t->next;
+                        break;
+                }
+        sd_event_source_disable_unref(t->timer);
+        sd_event_source_disable_unref(t->probe);
+        free(t->name);
+        free(t->limit_cgroup);
+        free(t->boundary_cgroup);
+        free(t);
+}
+
+/* The slice a target belongs to, or NULL if it was removed (a slice of the same name created
+ * since is a different tenant and does not inherit the debt). */
+Slice *borrow_target_slice(BorrowTarget *t) {
+        Slice *s = t->manager->slices ? slice_manager_find(t->manager->slices, t->name) : NULL;
+
+        if (!s || (t->slice_id != 0 && s->id != t->slice_id))
+                return NULL;
+        t->slice_id = s->id;
+        return s;
+}
+
+/* The slice's CFS period: CPUQuotaPeriodSec=, or the kernel's default. */
+usec_t borrow_slice_period(const Slice *s) {
+        return s->settings.cpu_quota_period_usec == USEC_INFINITY ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
+                                                                  : s->settings.cpu_quota_period_usec;
+}
+
+/* The quota per period the ledger works against: CPUQuota=, or the CPUs the slice may use. */
+static void target_quota(BorrowTarget *t, Slice *s, usec_t *ret_quota, usec_t *ret_period) {
+        const CGroupSettings *c = &s->settings;
+        usec_t period = borrow_slice_period(s);
+        unsigned n;
+
+        if (c->cpu_quota_per_sec_usec != USEC_INFINITY) {
+                *ret_quota = cgroup_cpu_quota_per_period(c->cpu_quota_per_sec_usec, period);
+                *ret_period = period;
+                return;
+        }
+        n = c->allowed_cpus ? index_list_count(c->allowed_cpus, c->allowed_cpus_size) : 0;
+        if (n == 0)
+                n = t->manager->n_cpus;
+        *ret_quota = borrow_capacity_usec(period, n);
+        *ret_period = period;
+}
+
+/* Writes limit (USEC_INFINITY: lift it) for the slice's processes. */
+int borrow_target_write(BorrowTarget *t, Slice *s, usec_t limit, usec_t period) {
+        CGroupRoot *root = s->manager->cgroup_root;
+        usec_t value = limit;
+        int r;
+
+        for (unsigned attempt = 0;; attempt++) {
+                if (!t->limit_cgroup) {
+                        r = slice_cpu_limit_cgroup(s, &t->limit_own, &t->limit_cgroup);
+                        if (r == -ENOENT && limit == USEC_INFINITY)
+                                return 0; /* the scope is gone, and with it the limit */
+                        if (r < 0)
+                                return r;
+                        if (t->limit_own) {
+                                /* What to write back when the limit ends: the slice's own setting. */
+                                t->configured_per_sec_usec = s->settings.cpu_quota_per_sec_usec;
+                                t->configured_period_usec = s->settings.cpu_quota_period_usec;
+                        }
+                }
+
+                value = limit;
+                if (limit == USEC_INFINITY && t->limit_own) {
+                        /* The slice's own cgroup: put its configured CPUQuota= back. */
+                        period = borrow_slice_period(s);
+                        value = cgroup_cpu_quota_per_period(s->settings.cpu_quota_per_sec_usec, period);
+                }
+                r = cgroup_set_cpu_max(root, t->limit_cgroup, value, period);
+                t->writes++;
+                t->manager->n_writes++;
+                if (r != -ENOENT || attempt > 0)
+                        break;
+                /* The scope ended and was made anew: find (and make) its leaf again. */
+                t->limit_cgroup = mfree(t->limit_cgroup);
+                t->boundary_usec = USEC_INFINITY;
+                if (limit == USEC_INFINITY)
+                        return 0;
+        }
+        return r;
+}
+
+static void target_log_start(BorrowTarget *t, usec_t debt, usec_t quota, usec_t limit, usec_t period) {
+        char a[FORMAT_TIMESPAN_MAX], b[FORMAT_TIMESPAN_MAX], c[FORMAT_TIMESPAN_MAX], d[FORMAT_TIMESPAN_MAX];
+
+        log_struct(LOG_INFO, "TONARI_SLICE=%s", t->name, "TONARI_REASON=borrowed-cpu",
+                   "TONARI_DEBT_USEC=%" PRIu64, debt,
+                   "TONARI_QUOTA_USEC=%" PRIu64, quota, "TONARI_LIMIT_USEC=%" PRIu64, limit,
+                   "TONARI_PERIOD_USEC=%" PRIu64, period,
+                   LOG_MESSAGE("Slice '%s' owes %s of CPU time that helpers spent for it: shortening its quota "
+                               "from %s to %s per %s period until repaid.",
+                               t->name, fmt_ms(a, debt), fmt_ms(b, quota),
+                               fmt_ms(c, limit), fmt_ms(d, period)));
+}
+
+static void target_log_end(BorrowTarget *t, usec_t quota, usec_t period) {
+        char a[FORMAT_TIMESPAN_MAX], b[FORMAT_TIMESPAN_MAX], c[FORMAT_TIMESPAN_MAX], d[FORMAT_TIMESPAN_MAX],
+                e[FORMAT_TIMESPAN_MAX], f[FORMAT_TIMESPAN_MAX];
+
+        log_struct(LOG_INFO, "TONARI_SLICE=%s", t->name, "TONARI_REASON=debt-repaid",
+                   "TONARI_BORROWED_USEC=%" PRIu64, t->account.borrowed_usec,
+                   "TONARI_REPAID_USEC=%" PRIu64, t->account.repaid_usec,
+                   "TONARI_FORGIVEN_USEC=%" PRIu64, t->account.forgiven_usec,
+                   "TONARI_OVERRUN_USEC=%" PRIu64, t->account.overrun_usec,
+                   "TONARI_PERIODS_SHORTENED=%" PRIu64, t->account.periods_shortened,
+                   LOG_MESSAGE("Slice '%s' has repaid its borrowed CPU time: quota back to %s per %s period "
+                               "(in total %s borrowed, %s overrun, %s repaid, %s forgiven, %" PRIu64
+                               " periods shortened).",
+                               t->name, quota == USEC_INFINITY ? "unlimited" : fmt_ms(a, quota), fmt_ms(b, period),
+                               fmt_ms(c, t->account.borrowed_usec), fmt_ms(f, t->account.overrun_usec),
+                               fmt_ms(d, t->account.repaid_usec), fmt_ms(e, t->account.forgiven_usec),
+                               t->account.periods_shortened));
+}
+
+/* Forgets the account of a removed slice and its proxies, and writes that down at once: nothing of
+ * it may come back after a crash. */
+void borrow_target_drop(BorrowTarget *t, const char *why) {
+        BorrowManager *m = t->manager;
+        char a[FORMAT_TIMESPAN_MAX];
+
+        borrow_proxies_drop(m, t->name, t->slice_id, why);
+        if (t->account.debt_usec > 0)
+                log_struct(LOG_INFO, "TONARI_SLICE=%s", t->name, "TONARI_REASON=slice-removed",
+                           "TONARI_DEBT_USEC=%" PRIu64, t->account.debt_usec,
+                           LOG_MESSAGE("Slice '%s' %s while it owed %s of CPU time; the debt is dropped.", t->name,
+                                       why, fmt_ms(a, t->account.debt_usec)));
+        borrow_target_free(t);
+        borrow_manager_save_now(m);
+}
+
+static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
+        BorrowTarget *t = userdata;
+        BorrowManager *m = t->manager;
+        usec_t start = now(CLOCK_MONOTONIC), quota, period, limit, want, debt;
+        bool was_limited = t->limit_usec != USEC_INFINITY;
+        Slice *s;
+        int r;
+
+        (void) es;
+        (void) usec;
+
+        s = borrow_target_slice(t);
+        if (!s) {
+                borrow_target_drop(t, "was removed");
+                return 0;
+        }
+        if (s->state == SLICE_CREATING)
+                return borrow_target_arm(t, borrow_slice_period(s));
+
+        /* The proxies working for this slice are read now, so that the period about to begin
+         * repays their work up to its start and not only up to their last regular sample. */
+        for (BorrowProxy *p = m->proxies, *next; p; p = next) {
+                next = p->next;
+                if (streq(p->target, t->name))
+                        borrow_proxy_sample(p);
+        }
+        /* The limit written at the last tick was in force on the same cgroup since. */
+        if (t->period_usec != 0 && t->period_usec != USEC_INFINITY)
+                target_overrun(t, t->period_usec);
+        debt = t->account.debt_usec;
+
+        target_quota(t, s, &quota, &period);
+        limit = borrow_account_period(&t->account, &m->policy, quota);
+        want = limit < quota ? limit : USEC_INFINITY;
+        t->quota_usec = quota;
+        if (want != USEC_INFINITY || t->account.debt_usec > 0 || was_limited)
+                borrow_manager_mark_dirty(m);
+
+        if (want != t->limit_usec || period != t->period_usec) {
+                r = borrow_target_write(t, s, want, period);
+                if (r < 0) {
+                        log_struct_errno(LOG_WARNING, r, "TONARI_SLICE=%s", t->name,
+                                         LOG_MESSAGE("Failed to %s the CPU quota of slice '%s' (cgroup /%s), will retry "
+                                                     "next period: %m",
+                                                     want == USEC_INFINITY ? "restore" : "shorten", t->name,
+                                                     strna(t->limit_cgroup)));
+                        t->limit_cgroup = mfree(t->limit_cgroup);
+                        t->boundary_usec = USEC_INFINITY;
+                } else {
+                        if (!was_limited && want != USEC_INFINITY)
+                                target_log_start(t, debt, quota, want, period);
+                        t->limit_usec = want;
+                        t->period_usec = period;
+                }
+        }
+        if (t->limit_usec != USEC_INFINITY)
+                borrow_target_probe_start(t, period);
+
+        if (t->limit_usec == USEC_INFINITY && t->account.debt_usec == 0) {
+                if (was_limited)
+                        target_log_end(t, s->settings.cpu_quota_per_sec_usec == USEC_INFINITY ? USEC_INFINITY : quota,
+                                       period);
+                t->limit_cgroup = mfree(t->limit_cgroup);
+                borrow_target_probe_stop(t);
+                (void) sd_event_source_set_enabled(t->timer, SD_EVENT_OFF);
+                /* Repaid (or forgiven): the end of the episode is written at once, so that a crash
+                 * cannot bring the last second's debt back. */
+                if (was_limited || debt > 0)
+                        borrow_manager_save_now(m);
+        } else
+                (void) borrow_target_arm(t, period);
+
+        m->n_ticks++;
+        m->work_usec += now(CLOCK_MONOTONIC) - start;
+        return 0;
+}
+
+/*
+ * Owes again what the slice ran beyond the shortened limit since the last tick. Only between two
+ * ticks on the kernel's period boundaries of limit_cgroup, one period apart: such an interval is
+ * one kernel period, in which the slice cannot legitimately run more than the limit, whereas an
+ * interval across a boundary may hold the ends of two periods and two quotas.
+ */
+static void target_overrun(BorrowTarget *t, usec_t period) {
+        BorrowManager *m = t->manager;
+        usec_t n = now(CLOCK_MONOTONIC), usage, last = t->usage_usec, last_at = t->usage_at, used, allowed;
+        char a[FORMAT_TIMESPAN_MAX];
+
+        t->usage_usec = USEC_INFINITY;
+        if (t->limit_usec == USEC_INFINITY || !t->limit_cgroup || !m->slices || !borrow_target_aligned(t, period) ||
+            cgroup_read_cpu_usage(m->slices->cgroup_root, t->limit_cgroup, &usage) < 0)
+                return;
+        t->usage_usec = usage;
+        t->usage_at = n;
+        if (last == USEC_INFINITY || usage < last || n - last_at < period / 2 || n - last_at > period * 3 / 2)
+                return;
+
+        used = usage - last;
+        allowed = t->limit_usec * (n - last_at) / period;
+        if (used <= allowed)
+                return;
+        (void) borrow_account_overrun(&t->account, &m->policy, used - allowed);
+        log_debug("Slice '%s' ran %s beyond its shortened quota in the last period; owed again.", t->name,
+                  fmt_ms(a, used - allowed));
+}
+
+/* Schedules the next tick (see borrow_target_next_tick()). */
+int borrow_target_arm(BorrowTarget *t, usec_t period) {
+        /* Accuracy 1 µs: sd-event's default (250 ms) would merge ticks of several periods. */
+        usec_t when = borrow_target_next_tick(t, period);
+        int r;
+
+        if (!t->timer) {
+                r = sd_event_add_time(t->manager->event, &t->timer, CLOCK_MONOTONIC, when, 1, on_target_tick, t);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(t->timer, "borrow-period");
+                return 0;
+        }
+        r = sd_event_source_set_time(t->timer, when);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(t->timer, SD_EVENT_ONESHOT);
+}
+
+/* The period of the slice a target belongs to, for a target whose tick is not running. */
+static usec_t target_period(BorrowTarget *t) {
+        Slice *s = borrow_target_slice(t);
+        return s ? borrow_slice_period(s) : CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC;
+}
+
+/* Whether the target's period tick is running (it repays a debt or lifts a limit). */
+bool borrow_target_ticking(const BorrowTarget *t) {
+        int enabled = SD_EVENT_OFF;
+
+        if (t && t->timer)
+                (void) sd_event_source_get_enabled(t->timer, &enabled);
+        return enabled != SD_EVENT_OFF;
+}
+
+/*
+ * Charges usec to slice s. durable: the state file has it when this returns, or the charge is undone
+ * and the error returned (the caller is told "done" only for what a crash cannot take back);
+ * otherwise (proxy samples) it is written with the progress.
+ */
+int borrow_target_charge(BorrowManager *m, Slice *s, usec_t usec, bool durable) {
+        BorrowTarget *t = borrow_manager_find_target(m, s->name);
+        BorrowAccount before;
+        bool created = false;
+        int r;
+
+        if (t && t->slice_id != 0 && t->slice_id != s->id) {
+                borrow_target_drop(t, "was removed and created again");
+                t = NULL;
+        }
+        if (!t) {
+                r = borrow_target_new(m, s, &t);
+                if (r < 0)
+                        return r;
+                created = true;
+        }
+        before = t->account;
+        r = borrow_account_charge(&t->account, &m->policy, usec, NULL);
+        if (r >= 0 && durable)
+                r = borrow_state_file_save(m, NULL);
+        if (r < 0) {
+                if (created)
+                        borrow_target_free(t);
+                else
+                        t->account = before;
+                return r;
+        }
+        if (!durable)
+                borrow_manager_mark_dirty(m);
+        if (!borrow_target_ticking(t))
+                return borrow_target_arm(t, target_period(t));
+        return 0;
+}
+
+int borrow_manager_charge(BorrowManager *m, Slice *s, usec_t usec) {
+        if (usec == 0)
+                return -EINVAL;
+        if (usec > BORROW_CHARGE_MAX_USEC)
+                return -ERANGE;
+        return borrow_target_charge(m, s, usec, true);
+}
