@@ -232,7 +232,7 @@ int bus_borrow_method_list_borrowing(sd_bus_message *m, void *userdata, sd_bus_e
         r = sd_bus_message_open_container(reply, 'a', "(sttttttt)");
         if (r < 0)
                 return r;
-        for (Slice *s = bm->slices->slices; s; s = s->next) {
+        SLICE_MANAGER_FOREACH(s, bm->slices) {
                 const BorrowTarget *t;
                 const BorrowAccount *a;
 

@@ -39,8 +39,6 @@ void borrow_target_free(BorrowTarget *t);
 /* The slice a target belongs to, or NULL if it was removed (a slice of the same name created
  * since is a different tenant and does not inherit the debt). */
 Slice *borrow_target_slice(BorrowTarget *t);
-/* The slice's CFS period: CPUQuotaPeriodSec=, or the kernel's default. */
-usec_t borrow_slice_period(const Slice *s);
 /* Writes limit (USEC_INFINITY: lift it) for the slice's processes. */
 int borrow_target_write(BorrowTarget *t, Slice *s, usec_t limit, usec_t period);
 /* Forgets the account of a removed slice and its proxies, and writes that down at once. */

@@ -66,7 +66,7 @@ static int target_probe_read(BorrowTarget *t, uint64_t *ret) {
         if (!s || !t->limit_cgroup)
                 return -ENOENT;
         t->manager->n_probe_reads++;
-        return cgroup_read_cpu_periods(s->manager->cgroup_root, t->limit_cgroup, ret);
+        return cgroup_read_cpu_periods(slice_manager_cgroup_root(t->manager->slices), t->limit_cgroup, ret);
 }
 
 static int target_probe_schedule(BorrowTarget *t, usec_t when) {

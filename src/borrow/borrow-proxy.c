@@ -74,7 +74,7 @@ static int proxy_read(BorrowProxy *p, usec_t *ret) {
                 return 0;
         }
 
-        return cgroup_read_cpu_usage(p->manager->slices->cgroup_root, p->cgroup + 1, ret);
+        return cgroup_read_cpu_usage(slice_manager_cgroup_root(p->manager->slices), p->cgroup + 1, ret);
 }
 
 static void borrow_proxy_log_removed(BorrowProxy *p, const char *reason) {
@@ -292,7 +292,7 @@ int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *
                  * slice's own CPU time, which would be charged to it a second time. */
                 if (path_equal_or_below(rel, s->cgroup) || path_equal_or_below(s->cgroup, rel) || isempty(rel))
                         return -ELOOP;
-                r = cgroup_exists(m->slices->cgroup_root, rel);
+                r = cgroup_exists(slice_manager_cgroup_root(m->slices), rel);
                 if (r < 0)
                         return r;
                 if (r == 0)

@@ -175,21 +175,16 @@ static void restore_target(BorrowManager *m, BorrowStateEntry *e) {
         t->configured_period_usec = e->configured_period_usec;
 
         if (t->limit_usec != USEC_INFINITY && t->limit_own) {
-                usec_t period = borrow_slice_period(s);
-
                 /* tonarid stopped while the slice's own cpu.max held the shortened quota, so
-                 * adoption read that back as the slice's setting: put the configured one back. */
-                if (period == t->period_usec &&
-                    cgroup_cpu_quota_per_period(s->settings.cpu_quota_per_sec_usec, period) == t->limit_usec) {
-                        s->settings.cpu_quota_per_sec_usec = t->configured_per_sec_usec;
-                        s->settings.cpu_quota_period_usec = t->configured_period_usec;
-                }
+                 * adoption may have read that back as the slice's setting. */
+                slice_cpu_quota_override_adopted(s, t->limit_usec, t->period_usec, t->configured_per_sec_usec,
+                                                 t->configured_period_usec);
                 t->limit_cgroup = strdup(s->cgroup);
                 if (!t->limit_cgroup)
                         return (void) log_oom();
         }
         if (t->account.debt_usec > 0 || t->limit_usec != USEC_INFINITY)
-                (void) borrow_target_arm(t, borrow_slice_period(s));
+                (void) borrow_target_arm(t, slice_cpu_quota_period(s));
 }
 
 static void restore_proxy(BorrowManager *m, BorrowStateEntry *e) {

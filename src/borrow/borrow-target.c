@@ -73,16 +73,10 @@ Slice *borrow_target_slice(BorrowTarget *t) {
         return s;
 }
 
-/* The slice's CFS period: CPUQuotaPeriodSec=, or the kernel's default. */
-usec_t borrow_slice_period(const Slice *s) {
-        return s->settings.cpu_quota_period_usec == USEC_INFINITY ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
-                                                                  : s->settings.cpu_quota_period_usec;
-}
-
 /* The quota per period the ledger works against: CPUQuota=, or the CPUs the slice may use. */
 static void target_quota(BorrowTarget *t, Slice *s, usec_t *ret_quota, usec_t *ret_period) {
         const CGroupSettings *c = &s->settings;
-        usec_t period = borrow_slice_period(s);
+        usec_t period = slice_cpu_quota_period(s);
         unsigned n;
 
         if (c->cpu_quota_per_sec_usec != USEC_INFINITY) {
@@ -99,8 +93,6 @@ static void target_quota(BorrowTarget *t, Slice *s, usec_t *ret_quota, usec_t *r
 
 /* Writes limit (USEC_INFINITY: lift it) for the slice's processes. */
 int borrow_target_write(BorrowTarget *t, Slice *s, usec_t limit, usec_t period) {
-        CGroupRoot *root = s->manager->cgroup_root;
-        usec_t value = limit;
         int r;
 
         for (unsigned attempt = 0;; attempt++) {
@@ -117,13 +109,8 @@ int borrow_target_write(BorrowTarget *t, Slice *s, usec_t limit, usec_t period) 
                         }
                 }
 
-                value = limit;
-                if (limit == USEC_INFINITY && t->limit_own) {
-                        /* The slice's own cgroup: put its configured CPUQuota= back. */
-                        period = borrow_slice_period(s);
-                        value = cgroup_cpu_quota_per_period(s->settings.cpu_quota_per_sec_usec, period);
-                }
-                r = cgroup_set_cpu_max(root, t->limit_cgroup, value, period);
+                /* Lifted on the slice's own cgroup, its configured CPUQuota= is back. */
+                r = slice_set_cpu_quota_override(s, t->limit_cgroup, limit, period);
                 t->writes++;
                 t->manager->n_writes++;
                 if (r != -ENOENT || attempt > 0)
@@ -202,7 +189,7 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 return 0;
         }
         if (s->state == SLICE_CREATING)
-                return borrow_target_arm(t, borrow_slice_period(s));
+                return borrow_target_arm(t, slice_cpu_quota_period(s));
 
         /* The proxies working for this slice are read now, so that the period about to begin
          * repays their work up to its start and not only up to their last regular sample. */
@@ -275,7 +262,7 @@ static void target_overrun(BorrowTarget *t, usec_t period) {
 
         t->usage_usec = USEC_INFINITY;
         if (t->limit_usec == USEC_INFINITY || !t->limit_cgroup || !m->slices || !borrow_target_aligned(t, period) ||
-            cgroup_read_cpu_usage(m->slices->cgroup_root, t->limit_cgroup, &usage) < 0)
+            cgroup_read_cpu_usage(slice_manager_cgroup_root(m->slices), t->limit_cgroup, &usage) < 0)
                 return;
         t->usage_usec = usage;
         t->usage_at = n;
@@ -313,7 +300,7 @@ int borrow_target_arm(BorrowTarget *t, usec_t period) {
 /* The period of the slice a target belongs to, for a target whose tick is not running. */
 static usec_t target_period(BorrowTarget *t) {
         Slice *s = borrow_target_slice(t);
-        return s ? borrow_slice_period(s) : CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC;
+        return s ? slice_cpu_quota_period(s) : CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC;
 }
 
 /* Whether the target's period tick is running (it repays a debt or lifts a limit). */

@@ -13,6 +13,7 @@
 #include "path-util.h"
 #include "proc-util.h"
 #include "slice-bus.h"
+#include "slice-internal.h"
 #include "slice-util.h"
 #include "string-util.h"
 #include "strv.h"

@@ -6,7 +6,7 @@
 #include "alloc-util.h"
 #include "log.h"
 #include "slice-util.h"
-#include "slice.h"
+#include "slice-internal.h"
 #include "string-util.h"
 #include "strv.h"
 

@@ -9,7 +9,7 @@
 #include "parse-util.h"
 #include "path-util.h"
 #include "slice-util.h"
-#include "slice.h"
+#include "slice-internal.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -142,6 +142,22 @@ size_t slice_manager_count(SliceManager *m) {
                 if (s->state != SLICE_CREATING) /* as ListSlices() shows them */
                         n++;
         return n;
+}
+
+Slice *slice_manager_first(SliceManager *m) {
+        return m ? m->slices : NULL;
+}
+
+SliceBackendType slice_manager_backend_type(SliceManager *m) {
+        return m->backend == &slice_backend_systemd ? SLICE_BACKEND_SYSTEMD : SLICE_BACKEND_CGROUPFS;
+}
+
+const char *slice_manager_backend_name(SliceManager *m) {
+        return m->backend->name;
+}
+
+CGroupRoot *slice_manager_cgroup_root(SliceManager *m) {
+        return m->cgroup_root;
 }
 
 int slice_new(SliceManager *m, const char *name, Slice **ret) {
@@ -392,4 +408,31 @@ int slice_cpu_limit_cgroup(Slice *s, bool *ret_own, char **ret) {
         *ret_own = false;
         *ret = TAKE_PTR(leaf);
         return 0;
+}
+
+usec_t slice_cpu_quota_period(const Slice *s) {
+        return s->settings.cpu_quota_period_usec == USEC_INFINITY ? CGROUP_CPU_QUOTA_PERIOD_DEFAULT_USEC
+                                                                  : s->settings.cpu_quota_period_usec;
+}
+
+int slice_set_cpu_quota_override(Slice *s, const char *cgroup, usec_t quota_usec, usec_t period_usec) {
+        usec_t value = quota_usec, period = period_usec;
+
+        if (quota_usec == USEC_INFINITY && streq_ptr(cgroup, s->cgroup)) {
+                /* The slice's own cgroup: put its configured CPUQuota= back. */
+                period = slice_cpu_quota_period(s);
+                value = cgroup_cpu_quota_per_period(s->settings.cpu_quota_per_sec_usec, period);
+        }
+        return cgroup_set_cpu_max(s->manager->cgroup_root, cgroup, value, period);
+}
+
+void slice_cpu_quota_override_adopted(Slice *s, usec_t quota_usec, usec_t period_usec,
+                                      usec_t configured_per_sec_usec, usec_t configured_period_usec) {
+        usec_t period = slice_cpu_quota_period(s);
+
+        if (period == period_usec &&
+            cgroup_cpu_quota_per_period(s->settings.cpu_quota_per_sec_usec, period) == quota_usec) {
+                s->settings.cpu_quota_per_sec_usec = configured_per_sec_usec;
+                s->settings.cpu_quota_period_usec = configured_period_usec;
+        }
 }

@@ -54,44 +54,8 @@ struct Slice {
         uint64_t cgroup_id;
 };
 
-/* error: 0, or negative errno with message (may be NULL) explaining it. */
-typedef void (*SliceDoneFunc)(Slice *s, int error, const char *message, void *userdata);
 /* Told that s has been removed, before the caller of the removal is. */
 typedef void (*SliceRemovedFunc)(Slice *s, void *userdata);
-
-typedef struct SliceBackend {
-        const char *name; /* "systemd", "cgroupfs-v2", "cgroupfs-v1" as the Backend property shows */
-        /* Registers every slice that exists already. */
-        int (*adopt)(SliceManager *m);
-        /* Creates s with s->settings (mask: what the user set). On failure nothing is left. */
-        int (*create)(Slice *s, CGroupSettingMask mask, SliceDoneFunc done, void *userdata);
-        /* Applies settings (mask: what changed). s->settings still holds the old values. */
-        int (*apply)(Slice *s, const CGroupSettings *settings, CGroupSettingMask mask, SliceDoneFunc done,
-                     void *userdata);
-        int (*attach)(Slice *s, const uint32_t *pids, size_t n_pids, SliceDoneFunc done, void *userdata);
-        /* Removes s, which has no processes left. */
-        int (*remove)(Slice *s, SliceDoneFunc done, void *userdata);
-} SliceBackend;
-
-struct SliceManager {
-        sd_bus *bus;              /* for PropertiesChanged */
-        const SliceBackend *backend;
-        CGroupRoot *cgroup_root;  /* usage (both backends), and everything for cgroupfs */
-        SystemdClient *systemd;   /* systemd backend only */
-        Slice *slices;
-        uint64_t last_id;
-        uint8_t *online_cpus;     /* for validating AllowedCPUs= */
-        size_t online_cpus_size;
-        uint8_t *online_nodes;    /* for validating AllowedMemoryNodes= */
-        size_t online_nodes_size;
-        uint64_t page_size;       /* memory limits are whole pages */
-        SliceRemovedFunc on_removed;
-        void *on_removed_userdata;
-};
-
-extern const SliceBackend slice_backend_systemd;
-extern const SliceBackend slice_backend_cgroupfs_v1;
-extern const SliceBackend slice_backend_cgroupfs_v2;
 
 /*
  * Picks and prepares the backend: type AUTO means systemd when systemd_usable (systemd is PID 1,
@@ -110,27 +74,24 @@ Slice *slice_manager_find_by_path(SliceManager *m, const char *object_path) _pur
 size_t slice_manager_count(SliceManager *m) _pure_;
 
 /*
+ * The slices, for those outside src/slice/ that walk them (SliceManager is opaque to them):
+ * SLICE_MANAGER_FOREACH(s, m) visits every slice, those still being created included.
+ */
+Slice *slice_manager_first(SliceManager *m) _pure_;
+#define SLICE_MANAGER_FOREACH(s, m) for (Slice *s = slice_manager_first(m); s; s = s->next)
+
+/* The backend in use: SLICE_BACKEND_SYSTEMD or SLICE_BACKEND_CGROUPFS, and its name as the
+ * Backend property shows it ("systemd", "cgroupfs-v2", "cgroupfs-v1"). */
+SliceBackendType slice_manager_backend_type(SliceManager *m) _pure_;
+const char *slice_manager_backend_name(SliceManager *m) _pure_;
+/* The cgroup tree the slices live in (both backends read usage from it). */
+CGroupRoot *slice_manager_cgroup_root(SliceManager *m) _pure_;
+
+/*
  * Who is told of removed slices (one listener: CPU borrowing, which must forget a slice's account
  * durably before its removal is confirmed). NULL to stop.
  */
 void slice_manager_set_removed_callback(SliceManager *m, SliceRemovedFunc f, void *userdata);
-
-/* A new slice in state CREATING, added to the manager; used by the bus layer and by adoption. */
-int slice_new(SliceManager *m, const char *name, Slice **ret);
-Slice *slice_free(Slice *s); /* unlinks it from its manager */
-/* Reads s->cgroup_id for the slice's cgroup, once it exists. */
-int slice_read_cgroup_id(Slice *s);
-/*
- * The last step of adopting a slice found at start-up (the backends' adopt()): its cgroup's id is
- * read, and its settings are checked as the API checks what callers give. A value the API would
- * round or refuse (e.g. MemoryMax=0, which a kernel stores for 1..4095 bytes) is logged with what
- * was found, replaced by the nearest value the API accepts (slice_settings_make_valid()) and
- * written through the backend, so that the slice never shows a value its own API refuses. The
- * slice is ACTIVE when that is done (at once, unless systemd has to write it).
- */
-int slice_adopted(Slice *s);
-/* Tells the listener that s was removed; the caller frees s afterwards. */
-void slice_removed(Slice *s);
 
 /* The processes' usage, read from the kernel now. */
 int slice_read_usage(Slice *s, CGroupUsage *ret);
@@ -144,9 +105,6 @@ int slice_get_pids(Slice *s, pid_t **ret, size_t *ret_n);
  */
 #define SLICE_SCOPE_LEAF "tenant"
 
-/* 1 if the slice's scope has been split into SLICE_SCOPE_LEAF, 0 if not (or no scope). */
-int slice_scope_leaf_exists(Slice *s);
-
 /*
  * The cgroup where tonari may write a CPU limit that applies to all of the slice's processes and
  * to nothing else, without touching the slice's configured settings. cgroupfs: the slice's own
@@ -157,5 +115,23 @@ int slice_scope_leaf_exists(Slice *s);
  */
 int slice_cpu_limit_cgroup(Slice *s, bool *ret_own, char **ret);
 
-/* Announces changed settings on the bus. */
-void slice_emit_changed(Slice *s, CGroupSettingMask mask);
+/* The slice's CFS period: CPUQuotaPeriodSec=, or the kernel's default. */
+usec_t slice_cpu_quota_period(const Slice *s) _pure_;
+
+/*
+ * Sets a temporary CPU quota override (CPU borrowing): quota_usec per period_usec for all of the
+ * slice's processes, written to cgroup, which slice_cpu_limit_cgroup() gave. The slice's configured
+ * settings stay as they are. quota_usec USEC_INFINITY clears the override: on the slice's own
+ * cgroup (cgroupfs) its configured CPUQuota= is written back, on the scope's leaf the limit is
+ * lifted. -ENOENT: cgroup is gone (the scope ended).
+ */
+int slice_set_cpu_quota_override(Slice *s, const char *cgroup, usec_t quota_usec, usec_t period_usec);
+
+/*
+ * tonarid stopped while an override of quota_usec per period_usec was in force on the slice's own
+ * cgroup, so adoption read it back as the slice's setting: if it did, the configured values
+ * (configured_per_sec_usec, configured_period_usec, as the override's setter saw them) are put back
+ * as the slice's settings.
+ */
+void slice_cpu_quota_override_adopted(Slice *s, usec_t quota_usec, usec_t period_usec,
+                                      usec_t configured_per_sec_usec, usec_t configured_period_usec);

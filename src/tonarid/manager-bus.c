@@ -114,7 +114,7 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
                 return r;
 
         r = sd_bus_message_append(reply, "{sv}{sv}", "SliceBackend", "s",
-                                  m->slices ? m->slices->backend->name : "", "Slices", "u",
+                                  m->slices ? slice_manager_backend_name(m->slices) : "", "Slices", "u",
                                   (uint32_t) (m->slices ? slice_manager_count(m->slices) : 0));
         if (r < 0)
                 return r;

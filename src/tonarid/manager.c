@@ -253,11 +253,11 @@ static int manager_start_slices(Manager *m) {
                               &m->slices);
         if (r < 0)
                 return r;
-        if (m->slices->backend == &slice_backend_systemd)
+        if (slice_manager_backend_type(m->slices) == SLICE_BACKEND_SYSTEMD)
                 return features_set(&m->features, FEATURE_SLICES, true, "systemd backend: transient units below %s",
                                     SLICE_PARENT_UNIT);
-        return features_set(&m->features, FEATURE_SLICES, true, "%s backend below %s/%s", m->slices->backend->name,
-                            cgroup_root_dir(m->slices->cgroup_root), SLICE_CGROUPFS_PARENT);
+        return features_set(&m->features, FEATURE_SLICES, true, "%s backend below %s/%s",
+                            slice_manager_backend_name(m->slices), cgroup_root_dir(slice_manager_cgroup_root(m->slices)), SLICE_CGROUPFS_PARENT);
 }
 
 /* Borrowing needs slices; its debt and proxies come back from the state file. */
@@ -279,7 +279,7 @@ static int manager_start_borrowing(Manager *m) {
                 return log_error_errno(r, "Failed to set up CPU borrowing: %m");
         return features_set(&m->features, FEATURE_CPU_BORROWING, true,
                             "enforced by tonarid in userspace on %s (no cpu.cfs_borrowing_us in this kernel)",
-                            m->slices->backend == &slice_backend_systemd ? "the delegated scopes of the slices"
+                            slice_manager_backend_type(m->slices) == SLICE_BACKEND_SYSTEMD ? "the delegated scopes of the slices"
                                                                          : "the slice cgroups");
 }
 

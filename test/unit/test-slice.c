@@ -11,7 +11,7 @@
 #include "fake-tree.h"
 #include "fileio.h"
 #include "slice-util.h"
-#include "slice.h"
+#include "slice-internal.h"
 #include "strv.h"
 
 static const char *const v1_hierarchies[] = { "cpu", "cpuacct", "cpuset", "blkio", "memory", "pids" };
