@@ -29,11 +29,111 @@
  */
 #define BORROW_SAVE_USEC USEC_PER_SEC
 
+/* Proxies are sampled this often: the CFS period systemd and the kernel default to. */
+#define BORROW_SAMPLE_USEC (100 * USEC_PER_MSEC)
+
+struct BorrowTarget {
+        BorrowManager *manager;
+        BorrowTarget *next;
+        char *name;
+        uint64_t slice_id;       /* Slice.id it belongs to */
+        uint64_t cgroup_id;      /* Slice.cgroup_id of it: what the state file tells slices apart by */
+        BorrowAccount account;
+        sd_event_source *timer;  /* one tick per CFS period while enforcing */
+        usec_t period_usec;      /* of the limit in force */
+        usec_t quota_usec;       /* the configured quota per period the ledger last used */
+        usec_t limit_usec;       /* quota per period written now; USEC_INFINITY: none (configured in force) */
+        char *limit_cgroup;      /* where limit_usec is written */
+        bool limit_own;          /* limit_cgroup is the slice's own cgroup (cgroupfs): restore on end */
+        usec_t configured_per_sec_usec; /* limit_own: the slice's CPUQuota= to write back */
+        usec_t configured_period_usec;
+        uint64_t writes;         /* cgroup writes done for this target */
+        /* limit_cgroup's CPU time at the last tick, to see how far the slice ran beyond the
+         * limit (borrow_account_overrun()); USEC_INFINITY: not read, or not on a boundary. */
+        usec_t usage_usec;
+        usec_t usage_at;
+        /*
+         * Where the kernel's periods of limit_cgroup begin. Every cpu.max write refills the
+         * quota at once, so a write in the middle of a period would hand out a second quota in
+         * it; ticks are therefore put just before a period boundary, found by watching
+         * cpu.stat nr_periods (see on_probe()).
+         */
+        usec_t boundary_usec;        /* CLOCK_MONOTONIC start of one period; USEC_INFINITY: unknown */
+        usec_t boundary_period_usec; /* the period it belongs to */
+        char *boundary_cgroup;       /* the cgroup it was found on */
+        sd_event_source *probe;
+        unsigned probe_stage;        /* BorrowProbeStage */
+        uint64_t probe_periods;      /* nr_periods at the last read */
+        usec_t probe_last;           /* when it was read */
+        usec_t probe_deadline;       /* no new period by then: the cgroup does not run */
+        usec_t probe_retry;          /* no new probe before this */
+};
+
+struct BorrowProxy {
+        BorrowManager *manager;
+        BorrowProxy *next;
+        uint32_t id;
+        char *target;
+        uint64_t slice_id;         /* Slice.id of target */
+        uint64_t cgroup_id;        /* Slice.cgroup_id of target */
+        pid_t pid;                 /* a helper process, or 0 */
+        int pidfd;
+        uint64_t start_time_ticks; /* with pid: tells a reused PID apart */
+        char *cgroup;              /* or a helper cgroup, relative to the cgroup root */
+        usec_t last_usec;          /* the helper's CPU time at the last sample */
+        uint64_t charged_usec;
+        sd_event_source *exit_source;
+};
+
+/*
+ * A bus connection that called ChargeCPU(), as far as the access check needs it. Asking the bus
+ * for a sender's credentials is a round trip through dbus-daemon plus reads of /proc; a copier
+ * charging ten times a second per container would pay it at every call (measured in the VM: the
+ * daemons spent about 4 ms of CPU per call). The credentials of a connection are those of the
+ * process that opened it and do not change, and a unique name is never given to another
+ * connection while the bus runs (tonarid exits when it loses the bus), so they are asked once per
+ * connection. Supplementary groups are those at the first call of the connection.
+ */
+typedef struct BorrowCharger {
+        char *sender;    /* unique bus name; NULL: slot free */
+        uid_t uid;
+        pid_t pid;       /* 0: unknown */
+        bool in_group;   /* the effective or a supplementary group is in allow_gids */
+        usec_t used;     /* CLOCK_MONOTONIC of the last call, to replace the oldest */
+} BorrowCharger;
+
+/* Connections remembered; more chargers than this are asked again (oldest replaced first). */
+#define BORROW_CHARGERS_MAX 32
+
+struct BorrowManager {
+        sd_event *event;
+        SliceManager *slices; /* not owned; NULL when slices are unavailable */
+        BorrowPolicy policy;
+        uint32_t allow_uids[BORROW_ALLOW_MAX];
+        size_t n_allow_uids;
+        uint32_t allow_gids[BORROW_ALLOW_MAX];
+        size_t n_allow_gids;
+        char *state_file;
+        BorrowTarget *targets;
+        BorrowProxy *proxies;
+        uint32_t last_proxy_id;
+        sd_event_source *sample_timer; /* proxies, every BORROW_SAMPLE_USEC while there are any */
+        sd_event_source *save_timer;
+        bool dirty;
+        unsigned n_cpus;               /* online, for slices without AllowedCPUs= */
+        /* Overhead of enforcement and of the state file, for GetStatus() (n_proxies is counted
+         * when asked). */
+        BorrowStats stats;
+        /* Recent ChargeCPU() callers; forgotten when the access lists change. */
+        BorrowCharger chargers[BORROW_CHARGERS_MAX];
+};
+
 static inline char *fmt_ms(char buf[static FORMAT_TIMESPAN_MAX], usec_t u) {
         return format_timespan(buf, FORMAT_TIMESPAN_MAX, u, 100);
 }
 
 /* borrow-target.c */
+BorrowTarget *borrow_manager_find_target(BorrowManager *m, const char *name) _pure_;
 int borrow_target_new(BorrowManager *m, Slice *s, BorrowTarget **ret);
 void borrow_target_free(BorrowTarget *t);
 /* The slice a target belongs to, or NULL if it was removed (a slice of the same name created
@@ -72,6 +172,11 @@ Slice *borrow_proxy_slice(BorrowProxy *p);
 /* Forgets the proxies of the slice name/slice_id (removed); not written yet. */
 void borrow_proxies_drop(BorrowManager *m, const char *name, uint64_t slice_id, const char *why);
 int borrow_manager_start_sampling(BorrowManager *m);
+/* Drops p (its helper ended, ...) and writes that down at once. */
+void borrow_proxy_remove(BorrowProxy *p, const char *reason);
+size_t borrow_manager_count_proxies(BorrowManager *m); /* m may be NULL */
+/* Whether the cgroup a process is in (absolute path) lies in slice s or below it. */
+int borrow_process_in_slice(BorrowManager *m, Slice *s, pid_t pid);
 
 /* borrow-state-file.c */
 /* Progress: written within BORROW_SAVE_USEC. */
@@ -87,3 +192,5 @@ int borrow_state_file_load(BorrowManager *m);
 /* borrow-access.c */
 /* Root, or a user or group tonarid.conf allows to charge; *ret_pid: the caller's PID, or 0. */
 int borrow_verify_charger(sd_bus_message *m, BorrowManager *bm, pid_t *ret_pid, sd_bus_error *error);
+/* Forgets the remembered ChargeCPU() callers. */
+void borrow_manager_forget_chargers(BorrowManager *m);

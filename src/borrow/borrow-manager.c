@@ -115,3 +115,12 @@ BorrowManager *borrow_manager_free(BorrowManager *m) {
         borrow_manager_forget_chargers(m);
         return mfree(m);
 }
+
+void borrow_manager_get_stats(BorrowManager *m, BorrowStats *ret) {
+        if (!m) {
+                *ret = (BorrowStats) {};
+                return;
+        }
+        *ret = m->stats;
+        ret->n_proxies = borrow_manager_count_proxies(m);
+}

@@ -65,7 +65,7 @@ static int target_probe_read(BorrowTarget *t, uint64_t *ret) {
 
         if (!s || !t->limit_cgroup)
                 return -ENOENT;
-        t->manager->n_probe_reads++;
+        t->manager->stats.n_probe_reads++;
         return cgroup_read_cpu_periods(slice_manager_cgroup_root(t->manager->slices), t->limit_cgroup, ret);
 }
 
@@ -167,6 +167,6 @@ static int on_probe(sd_event_source *es, uint64_t usec, void *userdata) {
         if (target_probe_schedule(t, next) < 0)
                 borrow_target_probe_stop(t);
 finish:
-        m->work_usec += now(CLOCK_MONOTONIC) - start;
+        m->stats.work_usec += now(CLOCK_MONOTONIC) - start;
         return 0;
 }

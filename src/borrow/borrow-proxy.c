@@ -163,7 +163,7 @@ static int on_sample(sd_event_source *es, uint64_t usec, void *userdata) {
                 if (!borrow_target_ticking(borrow_manager_find_target(m, p->target)))
                         borrow_proxy_sample(p);
         }
-        m->work_usec += now(CLOCK_MONOTONIC) - start;
+        m->stats.work_usec += now(CLOCK_MONOTONIC) - start;
         if (!m->proxies)
                 return sd_event_source_set_enabled(es, SD_EVENT_OFF);
         return sd_event_source_set_time_relative(es, BORROW_SAMPLE_USEC);

@@ -110,8 +110,8 @@ int borrow_state_file_save(BorrowManager *m, const BorrowProxy *skip) {
                 goto fail;
         }
         m->dirty = false;
-        m->n_state_writes++;
-        m->state_write_usec += now(CLOCK_MONOTONIC) - start;
+        m->stats.n_state_writes++;
+        m->stats.state_write_usec += now(CLOCK_MONOTONIC) - start;
         return 0;
 fail:
         (void) unlink(tmp);

@@ -112,7 +112,7 @@ int borrow_target_write(BorrowTarget *t, Slice *s, usec_t limit, usec_t period) 
                 /* Lifted on the slice's own cgroup, its configured CPUQuota= is back. */
                 r = slice_set_cpu_quota_override(s, t->limit_cgroup, limit, period);
                 t->writes++;
-                t->manager->n_writes++;
+                t->manager->stats.n_writes++;
                 if (r != -ENOENT || attempt > 0)
                         break;
                 /* The scope ended and was made anew: find (and make) its leaf again. */
@@ -244,8 +244,8 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         } else
                 (void) borrow_target_arm(t, period);
 
-        m->n_ticks++;
-        m->work_usec += now(CLOCK_MONOTONIC) - start;
+        m->stats.n_ticks++;
+        m->stats.work_usec += now(CLOCK_MONOTONIC) - start;
         return 0;
 }
 

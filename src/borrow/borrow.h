@@ -24,84 +24,12 @@
  * removed slice carries over to a new one of the same name.
  */
 
+/* Opaque outside src/borrow/ (their insides: borrow-internal.h). */
 typedef struct BorrowManager BorrowManager;
 typedef struct BorrowTarget BorrowTarget;
 typedef struct BorrowProxy BorrowProxy;
 
-struct BorrowTarget {
-        BorrowManager *manager;
-        BorrowTarget *next;
-        char *name;
-        uint64_t slice_id;       /* Slice.id it belongs to */
-        uint64_t cgroup_id;      /* Slice.cgroup_id of it: what the state file tells slices apart by */
-        BorrowAccount account;
-        sd_event_source *timer;  /* one tick per CFS period while enforcing */
-        usec_t period_usec;      /* of the limit in force */
-        usec_t quota_usec;       /* the configured quota per period the ledger last used */
-        usec_t limit_usec;       /* quota per period written now; USEC_INFINITY: none (configured in force) */
-        char *limit_cgroup;      /* where limit_usec is written */
-        bool limit_own;          /* limit_cgroup is the slice's own cgroup (cgroupfs): restore on end */
-        usec_t configured_per_sec_usec; /* limit_own: the slice's CPUQuota= to write back */
-        usec_t configured_period_usec;
-        uint64_t writes;         /* cgroup writes done for this target */
-        /* limit_cgroup's CPU time at the last tick, to see how far the slice ran beyond the
-         * limit (borrow_account_overrun()); USEC_INFINITY: not read, or not on a boundary. */
-        usec_t usage_usec;
-        usec_t usage_at;
-        /*
-         * Where the kernel's periods of limit_cgroup begin. Every cpu.max write refills the
-         * quota at once, so a write in the middle of a period would hand out a second quota in
-         * it; ticks are therefore put just before a period boundary, found by watching
-         * cpu.stat nr_periods (see on_probe()).
-         */
-        usec_t boundary_usec;        /* CLOCK_MONOTONIC start of one period; USEC_INFINITY: unknown */
-        usec_t boundary_period_usec; /* the period it belongs to */
-        char *boundary_cgroup;       /* the cgroup it was found on */
-        sd_event_source *probe;
-        unsigned probe_stage;        /* BorrowProbeStage */
-        uint64_t probe_periods;      /* nr_periods at the last read */
-        usec_t probe_last;           /* when it was read */
-        usec_t probe_deadline;       /* no new period by then: the cgroup does not run */
-        usec_t probe_retry;          /* no new probe before this */
-};
-
-struct BorrowProxy {
-        BorrowManager *manager;
-        BorrowProxy *next;
-        uint32_t id;
-        char *target;
-        uint64_t slice_id;         /* Slice.id of target */
-        uint64_t cgroup_id;        /* Slice.cgroup_id of target */
-        pid_t pid;                 /* a helper process, or 0 */
-        int pidfd;
-        uint64_t start_time_ticks; /* with pid: tells a reused PID apart */
-        char *cgroup;              /* or a helper cgroup, relative to the cgroup root */
-        usec_t last_usec;          /* the helper's CPU time at the last sample */
-        uint64_t charged_usec;
-        sd_event_source *exit_source;
-};
-
 #define BORROW_ALLOW_MAX 64
-
-/*
- * A bus connection that called ChargeCPU(), as far as the access check needs it. Asking the bus
- * for a sender's credentials is a round trip through dbus-daemon plus reads of /proc; a copier
- * charging ten times a second per container would pay it at every call (measured in the VM: the
- * daemons spent about 4 ms of CPU per call). The credentials of a connection are those of the
- * process that opened it and do not change, and a unique name is never given to another
- * connection while the bus runs (tonarid exits when it loses the bus), so they are asked once per
- * connection. Supplementary groups are those at the first call of the connection.
- */
-typedef struct BorrowCharger {
-        char *sender;    /* unique bus name; NULL: slot free */
-        uid_t uid;
-        pid_t pid;       /* 0: unknown */
-        bool in_group;   /* the effective or a supplementary group is in allow_gids */
-        usec_t used;     /* CLOCK_MONOTONIC of the last call, to replace the oldest */
-} BorrowCharger;
-
-/* Connections remembered; more chargers than this are asked again (oldest replaced first). */
-#define BORROW_CHARGERS_MAX 32
 
 typedef struct BorrowSettings {
         BorrowPolicy policy;
@@ -113,48 +41,27 @@ typedef struct BorrowSettings {
         size_t n_allow_gids;
 } BorrowSettings;
 
-struct BorrowManager {
-        sd_event *event;
-        SliceManager *slices; /* not owned; NULL when slices are unavailable */
-        BorrowPolicy policy;
-        uint32_t allow_uids[BORROW_ALLOW_MAX];
-        size_t n_allow_uids;
-        uint32_t allow_gids[BORROW_ALLOW_MAX];
-        size_t n_allow_gids;
-        char *state_file;
-        BorrowTarget *targets;
-        BorrowProxy *proxies;
-        uint32_t last_proxy_id;
-        sd_event_source *sample_timer; /* proxies, every BORROW_SAMPLE_USEC while there are any */
-        sd_event_source *save_timer;
-        bool dirty;
-        uint64_t n_state_writes;       /* state file written, for GetStatus() */
-        usec_t state_write_usec;       /* time spent writing it */
-        unsigned n_cpus;               /* online, for slices without AllowedCPUs= */
-        /* Overhead of enforcement, for GetStatus(): time spent in period ticks and proxy samples. */
-        usec_t work_usec;
-        uint64_t n_ticks;
-        uint64_t n_writes;
-        uint64_t n_probe_reads; /* cpu.stat reads spent finding period boundaries */
-        /* Recent ChargeCPU() callers; forgotten when the access lists change. */
-        BorrowCharger chargers[BORROW_CHARGERS_MAX];
-};
-
-/* Proxies are sampled this often: the CFS period systemd and the kernel default to. */
-#define BORROW_SAMPLE_USEC (100 * USEC_PER_MSEC)
-
 int borrow_manager_new(sd_event *event, SliceManager *slices, const BorrowSettings *settings, BorrowManager **ret);
 /* Puts configured quotas back (nothing stays shortened while tonarid is down) and saves the state. */
 BorrowManager *borrow_manager_free(BorrowManager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BorrowManager *, borrow_manager_free);
 
+/* What enforcing and persisting borrowing costs, for GetStatus(). */
+typedef struct BorrowStats {
+        uint64_t n_proxies;
+        usec_t work_usec;          /* spent in period ticks, boundary probes and proxy samples */
+        uint64_t n_ticks;          /* period ticks */
+        uint64_t n_writes;         /* cgroup writes of quotas */
+        uint64_t n_probe_reads;    /* cpu.stat reads spent finding period boundaries */
+        uint64_t n_state_writes;   /* state file written */
+        usec_t state_write_usec;   /* time spent writing it */
+} BorrowStats;
+
+/* The counters of m; all zero for m NULL (borrowing unavailable). */
+void borrow_manager_get_stats(BorrowManager *m, BorrowStats *ret);
+
 /* Takes the policy and the access lists from settings (tonarid.conf reloaded); not the state file. */
 int borrow_manager_configure(BorrowManager *m, const BorrowSettings *settings);
-
-BorrowTarget *borrow_manager_find_target(BorrowManager *m, const char *name) _pure_;
-
-/* Forgets the remembered ChargeCPU() callers. */
-void borrow_manager_forget_chargers(BorrowManager *m);
 
 /*
  * Charges usec of CPU spent for slice s. -EINVAL for 0, -ERANGE above BORROW_CHARGE_MAX_USEC.
@@ -173,9 +80,3 @@ int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *
 BorrowProxy *borrow_manager_find_proxy(BorrowManager *m, uint32_t id) _pure_;
 /* Removes p on request: gone from the state file when this returns 0; else p stays. */
 int borrow_manager_remove_proxy(BorrowManager *m, BorrowProxy *p, const char *reason);
-/* Drops p (its helper ended, ...) and writes that down at once. */
-void borrow_proxy_remove(BorrowProxy *p, const char *reason);
-size_t borrow_manager_count_proxies(BorrowManager *m); /* m may be NULL */
-
-/* Whether the cgroup a process is in (absolute path) lies in slice s or below it. */
-int borrow_process_in_slice(BorrowManager *m, Slice *s, pid_t pid);

@@ -91,6 +91,7 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Manager *m = userdata;
         struct rusage ru = {};
+        BorrowStats stats;
         int r;
 
         /* The daemon's own cost, so operators (and benchmarks) can see what tonari itself uses. */
@@ -120,17 +121,16 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
                 return r;
         /* What enforcing borrowing costs: time in period ticks, boundary probes and proxy samples,
          * cgroup writes and reads. */
-        r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}{sv}", "BorrowProxies", "u",
-                                  (uint32_t) borrow_manager_count_proxies(m->borrow),
-                                  "BorrowWorkUSec", "t", m->borrow ? m->borrow->work_usec : 0, "BorrowTicks", "t",
-                                  m->borrow ? m->borrow->n_ticks : 0, "BorrowCgroupWrites", "t",
-                                  m->borrow ? m->borrow->n_writes : 0, "BorrowProbeReads", "t",
-                                  m->borrow ? m->borrow->n_probe_reads : 0);
+        borrow_manager_get_stats(m->borrow, &stats);
+        r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}{sv}", "BorrowProxies", "u", (uint32_t) stats.n_proxies,
+                                  "BorrowWorkUSec", "t", stats.work_usec, "BorrowTicks", "t", stats.n_ticks,
+                                  "BorrowCgroupWrites", "t", stats.n_writes, "BorrowProbeReads", "t",
+                                  stats.n_probe_reads);
         if (r < 0)
                 return r;
         /* What keeping the ledger durable costs: state file writes and the time spent on them. */
-        r = sd_bus_message_append(reply, "{sv}{sv}", "BorrowStateWrites", "t", m->borrow ? m->borrow->n_state_writes : 0,
-                                  "BorrowStateWriteUSec", "t", m->borrow ? m->borrow->state_write_usec : 0);
+        r = sd_bus_message_append(reply, "{sv}{sv}", "BorrowStateWrites", "t", stats.n_state_writes,
+                                  "BorrowStateWriteUSec", "t", stats.state_write_usec);
         if (r < 0)
                 return r;
         r = append_status_entry(reply, "ConfigFiles", "as", append_config_files, m);
