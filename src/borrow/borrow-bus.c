@@ -23,6 +23,17 @@ static int check_manager(BorrowManager *bm, sd_bus_error *error) {
         return bus_slice_check_manager(bm ? bm->slices : NULL, error);
 }
 
+/* Replies with an array of contents whose elements append() adds, if there are slices. */
+static int reply_list(sd_bus_message *m, BorrowManager *bm, const char *contents,
+                      int (*append)(sd_bus_message *reply, void *userdata), sd_bus_error *error) {
+        int r;
+
+        r = check_manager(bm, error);
+        if (r < 0)
+                return r;
+        return bus_reply_array(m, contents, append, bm);
+}
+
 /* Reads a slice name and finds the slice. */
 static int read_slice(sd_bus_message *m, BorrowManager *bm, Slice **ret, sd_bus_error *error) {
         const char *name;
@@ -179,30 +190,21 @@ int bus_borrow_method_remove_proxy(sd_bus_message *m, void *userdata, sd_bus_err
         return sd_bus_reply_method_return(m, NULL);
 }
 
-int bus_borrow_method_list_proxies(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        BorrowManager *bm = manager_of(userdata);
+static int append_proxies(sd_bus_message *reply, void *userdata) {
+        BorrowManager *bm = userdata;
         int r;
 
-        r = check_manager(bm, error);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_new_method_return(m, &reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(reply, 'a', "(usustt)");
-        if (r < 0)
-                return r;
         for (BorrowProxy *p = bm->proxies; p; p = p->next) {
                 r = sd_bus_message_append(reply, "(usustt)", p->id, p->target, (uint32_t) p->pid, strempty(p->cgroup),
                                           p->last_usec, p->charged_usec);
                 if (r < 0)
                         return r;
         }
-        r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return 0;
+}
+
+int bus_borrow_method_list_proxies(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return reply_list(m, manager_of(userdata), "(usustt)", append_proxies, error);
 }
 
 /* ---- ListBorrowing and org.tonari.Borrowing1 */
@@ -218,20 +220,10 @@ static const BorrowTarget *slice_target(BorrowManager *bm, Slice *s) {
         return t;
 }
 
-int bus_borrow_method_list_borrowing(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        BorrowManager *bm = manager_of(userdata);
+static int append_borrowing(sd_bus_message *reply, void *userdata) {
+        BorrowManager *bm = userdata;
         int r;
 
-        r = check_manager(bm, error);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_new_method_return(m, &reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(reply, 'a', "(sttttttt)");
-        if (r < 0)
-                return r;
         SLICE_MANAGER_FOREACH(s, bm->slices) {
                 const BorrowTarget *t;
                 const BorrowAccount *a;
@@ -246,10 +238,11 @@ int bus_borrow_method_list_borrowing(sd_bus_message *m, void *userdata, sd_bus_e
                 if (r < 0)
                         return r;
         }
-        r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return 0;
+}
+
+int bus_borrow_method_list_borrowing(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return reply_list(m, manager_of(userdata), "(sttttttt)", append_borrowing, error);
 }
 
 static int borrowing_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,

@@ -129,6 +129,32 @@ uid_t bus_sender_uid(sd_bus_message *m) {
         return uid;
 }
 
+int bus_message_append_container(sd_bus_message *reply, char type, const char *contents,
+                                 int (*append)(sd_bus_message *reply, void *userdata), void *userdata) {
+        int r;
+
+        r = sd_bus_message_open_container(reply, type, contents);
+        if (r >= 0)
+                r = append(reply, userdata);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+int bus_reply_array(sd_bus_message *m, const char *contents, int (*append)(sd_bus_message *reply, void *userdata),
+                    void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r < 0)
+                return r;
+        r = bus_message_append_container(reply, 'a', contents, append, userdata);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 int bus_message_read_bitmask(sd_bus_message *m, uint8_t **mask, size_t *size) {
         const void *p;
         uint8_t *n = NULL;

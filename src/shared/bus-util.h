@@ -31,13 +31,25 @@ int bus_address_from_option(const char *value, const char **ret);
  */
 int bus_verify_privileged(sd_bus_message *m, sd_bus_error *error);
 
+/* The sender's effective UID, for logs; (uid_t) -1 if unknown. */
+uid_t bus_sender_uid(sd_bus_message *m);
+
+/* Appends a container (type 'a', 'v', 'r', 'e') of contents to reply, filled by append(). */
+int bus_message_append_container(sd_bus_message *reply, char type, const char *contents,
+                                 int (*append)(sd_bus_message *reply, void *userdata), void *userdata);
+
+/*
+ * Replies to the method call m with an array of contents (its element signature: "(usustt)",
+ * "{sv}", ...) whose elements append() adds to the open array; returns what sending returns, or
+ * append()'s error (then nothing is sent, and sd-bus replies with that error).
+ */
+int bus_reply_array(sd_bus_message *m, const char *contents, int (*append)(sd_bus_message *reply, void *userdata),
+                    void *userdata);
+
 /*
  * Reads an "ay" bitmask (the AllowedCPUs= layout) into *mask, freeing what it held; an empty
  * array leaves NULL and 0.
  */
-/* The sender's effective UID, for logs; (uid_t) -1 if unknown. */
-uid_t bus_sender_uid(sd_bus_message *m);
-
 int bus_message_read_bitmask(sd_bus_message *m, uint8_t **mask, size_t *size);
 
 /* A human-readable message for a failed call: the D-Bus error's message if any, else strerror. */

@@ -650,17 +650,10 @@ int bus_slice_method_get(sd_bus_message *m, void *userdata, sd_bus_error *error)
         return sd_bus_reply_method_return(m, "o", s->object_path);
 }
 
-int bus_slice_method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        SliceManager *sm = manager_of(userdata);
+static int append_slices(sd_bus_message *reply, void *userdata) {
+        SliceManager *sm = userdata;
         int r;
 
-        r = sd_bus_message_new_method_return(m, &reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(reply, 'a', "(sosttt)");
-        if (r < 0)
-                return r;
         for (Slice *s = sm ? sm->slices : NULL; s; s = s->next) {
                 CGroupUsage u;
                 _cleanup_free_ char *cgroup = NULL;
@@ -677,10 +670,11 @@ int bus_slice_method_list(sd_bus_message *m, void *userdata, sd_bus_error *error
                 if (r < 0)
                         return r;
         }
-        r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return 0;
+}
+
+int bus_slice_method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return bus_reply_array(m, "(sosttt)", append_slices, manager_of(userdata));
 }
 
 /* ---- org.tonari.Slice1 objects */

@@ -18,7 +18,8 @@ static int property_get_version(sd_bus *bus, const char *path, const char *inter
         return sd_bus_message_append(reply, "s", PACKAGE_VERSION);
 }
 
-static int append_features(sd_bus_message *reply, const Manager *m) {
+static int append_features(sd_bus_message *reply, void *userdata) {
+        const Manager *m = userdata;
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(sbs)");
@@ -33,7 +34,8 @@ static int append_features(sd_bus_message *reply, const Manager *m) {
         return sd_bus_message_close_container(reply);
 }
 
-static int append_config_files(sd_bus_message *reply, const Manager *m) {
+static int append_config_files(sd_bus_message *reply, void *userdata) {
+        const Manager *m = userdata;
         return sd_bus_message_append_strv(reply, m->config_files);
 }
 
@@ -61,7 +63,7 @@ static int property_get_config_files(sd_bus *bus, const char *path, const char *
 
 /* One {sv} entry of GetStatus() whose value is written by append(). */
 static int append_status_entry(sd_bus_message *reply, const char *key, const char *signature,
-                               int (*append)(sd_bus_message *reply, const Manager *m), const Manager *m) {
+                               int (*append)(sd_bus_message *reply, void *userdata), Manager *m) {
         int r;
 
         r = sd_bus_message_open_container(reply, 'e', "sv");
@@ -70,13 +72,7 @@ static int append_status_entry(sd_bus_message *reply, const char *key, const cha
         r = sd_bus_message_append(reply, "s", key);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'v', signature);
-        if (r < 0)
-                return r;
-        r = append(reply, m);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_close_container(reply);
+        r = bus_message_append_container(reply, 'v', signature, append, m);
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);
@@ -87,8 +83,7 @@ static usec_t rusage_cpu_usec(const struct rusage *ru) {
                (usec_t) ru->ru_stime.tv_sec * USEC_PER_SEC + (usec_t) ru->ru_stime.tv_usec;
 }
 
-static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+static int append_status(sd_bus_message *reply, void *userdata) {
         Manager *m = userdata;
         struct rusage ru = {};
         BorrowStats stats;
@@ -97,13 +92,6 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
         /* The daemon's own cost, so operators (and benchmarks) can see what tonari itself uses. */
         if (getrusage(RUSAGE_SELF, &ru) < 0)
                 return negative_errno();
-
-        r = sd_bus_message_new_method_return(message, &reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(reply, 'a', "{sv}");
-        if (r < 0)
-                return r;
 
         r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}{sv}{sv}{sv}{sv}", "Version", "s", PACKAGE_VERSION,
                                   "State", "s", manager_state_to_string(m->state), "PID", "u", (uint32_t) getpid(),
@@ -136,14 +124,11 @@ static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_err
         r = append_status_entry(reply, "ConfigFiles", "as", append_config_files, m);
         if (r < 0)
                 return r;
-        r = append_status_entry(reply, "Features", "a(sbs)", append_features, m);
-        if (r < 0)
-                return r;
+        return append_status_entry(reply, "Features", "a(sbs)", append_features, m);
+}
 
-        r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+static int method_get_status(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_reply_array(message, "{sv}", append_status, userdata);
 }
 
 static void log_level_change(int level, int old, uid_t uid) {
