@@ -67,6 +67,12 @@ static int reply_failure(sd_bus_message *m, const char *what, const char *name, 
         return sd_bus_reply_method_error(m, &e);
 }
 
+/* The error for an operation the backend could not even begin. */
+static int error_not_begun(sd_bus_error *error, const char *what, const char *name, int r) {
+        return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to %s slice '%s': %s", what, name,
+                                 strerror(ERRNO_VALUE(r)));
+}
+
 int bus_slice_error_no_such(sd_bus_error *error, const char *name) {
         _cleanup_free_ char *e = cescape(name);
         return sd_bus_error_setf(error, TONARI_ERROR_NO_SUCH_SLICE, "No slice named '%s'.", strna(e));
@@ -346,8 +352,7 @@ int bus_slice_method_create(sd_bus_message *m, void *userdata, sd_bus_error *err
         if (r < 0) {
                 sd_bus_message_unref(m);
                 slice_free(s);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to create slice '%s': %s", name,
-                                         strerror(ERRNO_VALUE(r)));
+                return error_not_begun(error, "create", name, r);
         }
         return 1;
 }
@@ -420,8 +425,7 @@ int bus_slice_method_set_properties(sd_bus_message *m, void *userdata, sd_bus_er
                 sd_bus_message_unref(c->message);
                 cgroup_settings_done(&c->settings);
                 free(c);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to change slice '%s': %s", name,
-                                         strerror(ERRNO_VALUE(r)));
+                return error_not_begun(error, "change", name, r);
         }
         return 1;
 }
@@ -546,8 +550,7 @@ int bus_slice_method_remove(sd_bus_message *m, void *userdata, sd_bus_error *err
         if (r < 0) {
                 s->state = SLICE_ACTIVE;
                 remove_context_free(c);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to remove slice '%s': %s", name,
-                                         strerror(ERRNO_VALUE(r)));
+                return error_not_begun(error, "remove", name, r);
         }
         return 1;
 }
@@ -627,8 +630,7 @@ int bus_slice_method_attach(sd_bus_message *m, void *userdata, sd_bus_error *err
                 s->state = SLICE_ACTIVE;
                 sd_bus_message_unref(c->message);
                 free(c);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to attach processes to slice '%s': %s",
-                                         name, strerror(ERRNO_VALUE(r)));
+                return error_not_begun(error, "attach processes to", name, r);
         }
         return 1;
 }
