@@ -44,9 +44,11 @@ static void op_done(int error, const sd_bus_error *e, const char *message, void 
         Op *op = userdata;
         _cleanup_free_ char *msg = NULL;
 
-        if (error < 0 && !e && message)
-                /* A job that ended badly: systemd's result word is all we have. */
-                (void) asprintf(&msg, "systemd's job for %s ended with result '%s'", op->slice->unit, message);
+        /* A job that ended badly: systemd's result word is all we have. asprintf() leaves msg
+         * undefined when it fails; then the result word goes out alone. */
+        if (error < 0 && !e && message &&
+            asprintf(&msg, "systemd's job for %s ended with result '%s'", op->slice->unit, message) < 0)
+                msg = NULL;
         op->done(op->slice, error, msg ?: message, op->userdata);
         op_free(op);
 }
