@@ -147,20 +147,6 @@ static int cgroupfs_remove(Slice *s, SliceDoneFunc done, void *userdata) {
         return 0;
 }
 
-const SliceBackend slice_backend_cgroupfs_v2 = {
-        .name = "cgroupfs-v2",
-        .adopt = cgroupfs_adopt,
-        .create = cgroupfs_create,
-        .apply = cgroupfs_apply,
-        .attach = cgroupfs_attach,
-        .remove = cgroupfs_remove,
-};
-
-const SliceBackend slice_backend_cgroupfs_v1 = {
-        .name = "cgroupfs-v1",
-        .adopt = cgroupfs_adopt,
-        .create = cgroupfs_create,
-        .apply = cgroupfs_apply,
-        .attach = cgroupfs_attach,
-        .remove = cgroupfs_remove,
-};
+/* One implementation; the name tells users which hierarchy it writes. */
+SLICE_BACKEND_DEFINE(slice_backend_cgroupfs_v2, "cgroupfs-v2", cgroupfs);
+SLICE_BACKEND_DEFINE(slice_backend_cgroupfs_v1, "cgroupfs-v1", cgroupfs);

@@ -26,6 +26,17 @@ typedef struct SliceBackend {
         int (*remove)(Slice *s, SliceDoneFunc done, void *userdata);
 } SliceBackend;
 
+/* Defines a backend's table from its operations, named <prefix>_adopt, <prefix>_create, ... */
+#define SLICE_BACKEND_DEFINE(variable, backend_name, prefix)                                           \
+        const SliceBackend variable = {                                                                \
+                .name = backend_name,                                                                  \
+                .adopt = prefix##_adopt,                                                               \
+                .create = prefix##_create,                                                             \
+                .apply = prefix##_apply,                                                               \
+                .attach = prefix##_attach,                                                             \
+                .remove = prefix##_remove,                                                             \
+        }
+
 struct SliceManager {
         sd_bus *bus;              /* for PropertiesChanged */
         const SliceBackend *backend;

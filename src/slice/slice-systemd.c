@@ -244,11 +244,4 @@ static int systemd_remove(Slice *s, SliceDoneFunc done, void *userdata) {
         return r;
 }
 
-const SliceBackend slice_backend_systemd = {
-        .name = "systemd",
-        .adopt = systemd_adopt,
-        .create = systemd_create,
-        .apply = systemd_apply,
-        .attach = systemd_attach,
-        .remove = systemd_remove,
-};
+SLICE_BACKEND_DEFINE(slice_backend_systemd, "systemd", systemd);
