@@ -132,6 +132,14 @@ static inline char *fmt_ms(char buf[static FORMAT_TIMESPAN_MAX], usec_t u) {
         return format_timespan(buf, FORMAT_TIMESPAN_MAX, u, 100);
 }
 
+/* borrow-manager.c */
+/*
+ * Arms *source, a one-shot CLOCK_MONOTONIC timer of m's event loop, for when (made on first use,
+ * with description). Accuracy 1 µs: sd-event's default (250 ms) would merge ticks of several periods.
+ */
+int borrow_timer_arm(BorrowManager *m, sd_event_source **source, usec_t when, sd_event_time_handler_t handler,
+                     void *userdata, const char *description);
+
 /* borrow-target.c */
 BorrowTarget *borrow_manager_find_target(BorrowManager *m, const char *name) _pure_;
 int borrow_target_new(BorrowManager *m, Slice *s, BorrowTarget **ret);

@@ -124,3 +124,19 @@ void borrow_manager_get_stats(BorrowManager *m, BorrowStats *ret) {
         *ret = m->stats;
         ret->n_proxies = borrow_manager_count_proxies(m);
 }
+
+int borrow_timer_arm(BorrowManager *m, sd_event_source **source, usec_t when, sd_event_time_handler_t handler,
+                     void *userdata, const char *description) {
+        int r;
+
+        if (!*source) {
+                r = sd_event_add_time(m->event, source, CLOCK_MONOTONIC, when, 1, handler, userdata);
+                if (r >= 0)
+                        (void) sd_event_source_set_description(*source, description);
+                return r;
+        }
+        r = sd_event_source_set_time(*source, when);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(*source, SD_EVENT_ONESHOT);
+}

@@ -70,19 +70,7 @@ static int target_probe_read(BorrowTarget *t, uint64_t *ret) {
 }
 
 static int target_probe_schedule(BorrowTarget *t, usec_t when) {
-        int r;
-
-        if (!t->probe) {
-                r = sd_event_add_time(t->manager->event, &t->probe, CLOCK_MONOTONIC, when, 1, on_probe, t);
-                if (r < 0)
-                        return r;
-                (void) sd_event_source_set_description(t->probe, "borrow-probe");
-                return 0;
-        }
-        r = sd_event_source_set_time(t->probe, when);
-        if (r < 0)
-                return r;
-        return sd_event_source_set_enabled(t->probe, SD_EVENT_ONESHOT);
+        return borrow_timer_arm(t->manager, &t->probe, when, on_probe, t, "borrow-probe");
 }
 
 /* Starts looking for the period boundaries of the cgroup a limit was just written to. */

@@ -280,21 +280,8 @@ static void target_overrun(BorrowTarget *t, usec_t period) {
 
 /* Schedules the next tick (see borrow_target_next_tick()). */
 int borrow_target_arm(BorrowTarget *t, usec_t period) {
-        /* Accuracy 1 µs: sd-event's default (250 ms) would merge ticks of several periods. */
-        usec_t when = borrow_target_next_tick(t, period);
-        int r;
-
-        if (!t->timer) {
-                r = sd_event_add_time(t->manager->event, &t->timer, CLOCK_MONOTONIC, when, 1, on_target_tick, t);
-                if (r < 0)
-                        return r;
-                (void) sd_event_source_set_description(t->timer, "borrow-period");
-                return 0;
-        }
-        r = sd_event_source_set_time(t->timer, when);
-        if (r < 0)
-                return r;
-        return sd_event_source_set_enabled(t->timer, SD_EVENT_ONESHOT);
+        return borrow_timer_arm(t->manager, &t->timer, borrow_target_next_tick(t, period), on_target_tick, t,
+                                "borrow-period");
 }
 
 /* The period of the slice a target belongs to, for a target whose tick is not running. */
