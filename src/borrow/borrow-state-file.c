@@ -37,6 +37,19 @@ void borrow_manager_save_now(BorrowManager *m) {
                 log_warning_errno(r, "Failed to save the borrowing state to '%s', will retry: %m", m->state_file);
 }
 
+/* One line of the state file: e, which belongs to the slice name. */
+static int write_entry(FILE *f, BorrowStateEntry *e, const char *name) {
+        _cleanup_free_ char *line = NULL;
+        int r;
+
+        strncpy(e->name, name, NAME_MAX_LEN);
+        r = borrow_state_format(e, &line);
+        if (r < 0)
+                return r;
+        fprintf(f, "%s\n", line);
+        return 0;
+}
+
 /*
  * Replaces the state file with what is in memory (without skip, a proxy about to go), atomically:
  * a crash leaves the old file or the new one. Accounts and proxies of slices that no longer exist
@@ -58,7 +71,6 @@ int borrow_state_file_save(BorrowManager *m, const BorrowProxy *skip) {
                 return -errno;
         fputs(BORROW_STATE_HEADER "\n", f);
         for (BorrowTarget *t = m->targets; t; t = t->next) {
-                _cleanup_free_ char *line = NULL;
                 BorrowStateEntry e = { .kind = BORROW_STATE_TARGET,
                                        .cgroup_id = t->cgroup_id,
                                        .account = t->account,
@@ -70,14 +82,11 @@ int borrow_state_file_save(BorrowManager *m, const BorrowProxy *skip) {
 
                 if (!borrow_target_slice(t))
                         continue;
-                strncpy(e.name, t->name, NAME_MAX_LEN);
-                r = borrow_state_format(&e, &line);
+                r = write_entry(f, &e, t->name);
                 if (r < 0)
                         goto fail;
-                fprintf(f, "%s\n", line);
         }
         for (BorrowProxy *p = m->proxies; p; p = p->next) {
-                _cleanup_free_ char *line = NULL;
                 BorrowStateEntry e = { .kind = BORROW_STATE_PROXY,
                                        .cgroup_id = p->cgroup_id,
                                        .id = p->id,
@@ -89,11 +98,9 @@ int borrow_state_file_save(BorrowManager *m, const BorrowProxy *skip) {
 
                 if (p == skip || !borrow_proxy_slice(p))
                         continue;
-                strncpy(e.name, p->target, NAME_MAX_LEN);
-                r = borrow_state_format(&e, &line);
+                r = write_entry(f, &e, p->target);
                 if (r < 0)
                         goto fail;
-                fprintf(f, "%s\n", line);
         }
         /*
          * No fsync(): what the file must survive is a crash of tonarid, and for that a complete file
