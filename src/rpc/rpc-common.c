@@ -57,7 +57,18 @@ void rpc_args_init(RpcArgs *a, const RpcOptions *o) {
          * get half the connections. */
         a->args[2] = (grpc_arg) { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_ALLOW_REUSEPORT,
                                   .value.integer = 0 };
-        a->channel_args = (grpc_channel_args) { .num_args = ELEMENTSOF(a->args), .args = a->args };
+        a->channel_args = (grpc_channel_args) { .num_args = 3, .args = a->args };
+        if (o && o->reconnect_backoff_max_usec > 0) {
+                int ms = (int) MIN(DIV_ROUND_UP(o->reconnect_backoff_max_usec, USEC_PER_MSEC), (uint64_t) INT32_MAX);
+
+                /* Both bounds: gRPC's first wait (1 s) would otherwise exceed a lower maximum. */
+                a->args[3] = (grpc_arg) { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                                          .value.integer = ms };
+                a->args[4] = (grpc_arg) { .type = GRPC_ARG_INTEGER,
+                                          .key = (char *) GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+                                          .value.integer = MIN(ms, 1000) };
+                a->channel_args.num_args = 5;
+        }
 }
 
 static void free_copy(void *p) {

@@ -17,7 +17,7 @@ void rpc_grpc_unref(void);
 
 /* The channel arguments every server and channel gets. */
 typedef struct RpcArgs {
-        grpc_arg args[3];
+        grpc_arg args[5];
         grpc_channel_args channel_args;
 } RpcArgs;
 void rpc_args_init(RpcArgs *a, const RpcOptions *o);

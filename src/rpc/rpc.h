@@ -45,6 +45,10 @@ typedef struct RpcOptions {
         uint64_t max_message_bytes;    /* sent and received; 0: RPC_MAX_MESSAGE_DEFAULT */
         unsigned threads;              /* server pool; 0: RPC_THREADS_DEFAULT */
         unsigned max_blocking_threads; /* server; 0: RPC_BLOCKING_THREADS_DEFAULT */
+        /* Client: the longest wait between attempts to reconnect to a server that went away;
+         * 0: gRPC's (up to 120 s, growing from 1 s). A client that must notice a restarted server
+         * within seconds (tonari-imagefs) sets it low. */
+        usec_t reconnect_backoff_max_usec;
 } RpcOptions;
 
 /* Server */
