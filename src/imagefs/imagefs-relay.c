@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc-util.h"
+#include "imagefs-relay.h"
+#include "layers.pb-c.h"
+#include "rpc-proto.h"
+#include "string-util.h"
+#include "strv.h"
+
+#define LAYERS "/tonari.layers.v1.Layers/"
+/* How often a relay that cannot be reached is tried again within a call's deadline: often enough that
+ * a relay back after a restart is noticed at once, rarely enough to cost nothing while it is away. */
+#define RELAY_RETRY_USEC (100 * USEC_PER_MSEC)
+/* gRPC waits up to this long (with 20% jitter) between reconnection attempts while calls fail; its default
+ * grows to 120 s. A reconnection attempt costs a connect(2): twice a second is nothing. (gRPC 1.51 may
+ * still take a few seconds more to try again once its channel went idle.) */
+#define RELAY_RECONNECT_MAX_USEC (500 * USEC_PER_MSEC)
+
+struct ImagefsRelay {
+        char *address;
+        RpcChannel *channel;
+};
+
+int imagefs_relay_new(const char *address, ImagefsRelay **ret) {
+        RpcOptions o = { .reconnect_backoff_max_usec = RELAY_RECONNECT_MAX_USEC };
+        ImagefsRelay *r;
+        int k;
+
+        r = new0(ImagefsRelay, 1);
+        if (!r)
+                return -ENOMEM;
+        r->address = strdup(address);
+        if (!r->address) {
+                free(r);
+                return -ENOMEM;
+        }
+        k = rpc_channel_new(address, &o, &r->channel);
+        if (k < 0) {
+                imagefs_relay_free(r);
+                return k;
+        }
+        *ret = r;
+        return 0;
+}
+
+ImagefsRelay *imagefs_relay_free(ImagefsRelay *r) {
+        if (!r)
+                return NULL;
+        rpc_channel_free(r->channel);
+        free(r->address);
+        return mfree(r);
+}
+
+const char *imagefs_relay_address(const ImagefsRelay *r) {
+        return r->address;
+}
+
+/* Whether a call that failed with k may be tried again before deadline (and waits for that). A relay that
+ * cannot be reached is UNAVAILABLE; a call caught in a connection that just broke is CANCELLED (the
+ * client cancels no call that it would try again). */
+static bool retry(ImagefsRelay *r, int k, usec_t deadline) {
+        usec_t n;
+
+        if (k != -EAGAIN && k != -ECANCELED)
+                return false;
+        n = now(CLOCK_MONOTONIC);
+        if (n + RELAY_RETRY_USEC >= deadline)
+                return false;
+        (void) usleep(RELAY_RETRY_USEC);
+        return true;
+}
+
+static usec_t deadline_of(usec_t timeout) {
+        usec_t n = now(CLOCK_MONOTONIC);
+
+        return timeout == USEC_INFINITY || timeout > USEC_INFINITY - n ? USEC_INFINITY : n + timeout;
+}
+
+static usec_t left(usec_t deadline) {
+        usec_t n = now(CLOCK_MONOTONIC);
+
+        if (deadline == USEC_INFINITY)
+                return USEC_INFINITY;
+        return deadline > n ? deadline - n : 1;
+}
+
+/* An unreachable relay that stayed so until the deadline is a timeout to the caller. */
+static int final_error(int r) {
+        return r == -EAGAIN || r == -ECANCELED ? -ETIMEDOUT : r;
+}
+
+static int unary(ImagefsRelay *r, const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *d,
+                 usec_t timeout, ProtobufCMessage **ret, char **ret_error) {
+        usec_t deadline = deadline_of(timeout);
+        int k;
+
+        do
+                k = rpc_unary_proto(r->channel, method, req, d, left(deadline), ret, ret_error);
+        while (k < 0 && retry(r, k, deadline));
+        return final_error(k);
+}
+
+static void node_from_proto(const Tonari__Layers__V1__Entry *m, ImagefsNode *ret) {
+        *ret = (ImagefsNode) {
+                .entry = m->link_inode,
+                .type = (TocType) m->type,
+                .mode = m->mode & 07777,
+                .uid = m->uid,
+                .gid = m->gid,
+                .nlink = m->nlink,
+                .size = m->size,
+                .mtime_sec = m->mtime_sec,
+                .mtime_nsec = m->mtime_nsec,
+                .rdev_major = m->rdev_major,
+                .rdev_minor = m->rdev_minor,
+                .opaque = m->opaque && m->type == TONARI__LAYERS__V1__TYPE__TYPE_DIRECTORY,
+        };
+        if (m->type == TONARI__LAYERS__V1__TYPE__TYPE_REGULAR && digest_from_string(m->content_digest, &ret->digest) >= 0)
+                ret->has_digest = true;
+}
+
+static bool node_valid(const Tonari__Layers__V1__Entry *m) {
+        return m->type >= TONARI__LAYERS__V1__TYPE__TYPE_REGULAR && m->type <= TONARI__LAYERS__V1__TYPE__TYPE_WHITEOUT &&
+               (m->type != TONARI__LAYERS__V1__TYPE__TYPE_REGULAR || !isempty(m->content_digest));
+}
+
+/* A call answered with an Entry. */
+static int unary_node(ImagefsRelay *r, const char *method, const ProtobufCMessage *req, usec_t timeout,
+                      ImagefsNode *ret, char **ret_error) {
+        _cleanup_proto_ Tonari__Layers__V1__Entry *m = NULL;
+        int k;
+
+        k = unary(r, method, req, &tonari__layers__v1__entry__descriptor, timeout, (ProtobufCMessage **) &m, ret_error);
+        if (k < 0)
+                return k;
+        if (!node_valid(m))
+                return -EBADMSG;
+        node_from_proto(m, ret);
+        return 0;
+}
+
+int imagefs_relay_get_toc(ImagefsRelay *r, const char *layer, usec_t timeout, void **ret_data, size_t *ret_size,
+                          Digest *ret_digest, char **ret_error) {
+        Tonari__Layers__V1__GetToCRequest req = TONARI__LAYERS__V1__GET_TO_CREQUEST__INIT;
+        usec_t deadline = deadline_of(timeout);
+        int k;
+
+        req.layer = (char *) layer;
+        req.max_major_version = TOC_VERSION_MAJOR;
+        for (;;) {
+                _cleanup_rpc_stream_ RpcStream *s = NULL;
+                _cleanup_free_ uint8_t *data = NULL;
+                uint64_t got = 0, total = 0;
+                Digest digest;
+
+                k = rpc_stream_open_proto(r->channel, LAYERS "GetToC", &req.base, left(deadline), &s);
+                while (k >= 0) {
+                        _cleanup_proto_ Tonari__Layers__V1__ToCPiece *p = NULL;
+
+                        k = rpc_stream_next_proto(s, &tonari__layers__v1__to_cpiece__descriptor, (ProtobufCMessage **) &p,
+                                                  ret_error);
+                        if (k <= 0)
+                                break;
+                        if (p->offset != got)
+                                return -EBADMSG;
+                        if (got == 0) {
+                                if (p->total_bytes == 0 || p->total_bytes > TOC_SIZE_MAX ||
+                                    digest_from_string(p->digest, &digest) < 0)
+                                        return -EBADMSG;
+                                total = p->total_bytes;
+                                data = malloc(total);
+                                if (!data)
+                                        return -ENOMEM;
+                        }
+                        if (p->data.len > total - got)
+                                return -EBADMSG;
+                        memcpy(data + got, p->data.data, p->data.len);
+                        got += p->data.len;
+                }
+                if (k == 0) {
+                        if (got != total || got == 0)
+                                return -EBADMSG;
+                        *ret_data = TAKE_PTR(data);
+                        *ret_size = (size_t) got;
+                        *ret_digest = digest;
+                        return 0;
+                }
+                if (got > 0 || !retry(r, k, deadline))
+                        return final_error(k);
+        }
+}
+
+int imagefs_relay_read(ImagefsRelay *r, const char *layer, uint64_t inode, uint64_t offset, uint64_t length,
+                       usec_t timeout, imagefs_sink_t sink, void *userdata, char **ret_error) {
+        Tonari__Layers__V1__ReadRequest req = TONARI__LAYERS__V1__READ_REQUEST__INIT;
+        usec_t deadline = deadline_of(timeout);
+        int k;
+
+        if (length == 0)
+                return 0;
+        req.layer = (char *) layer;
+        req.inode = inode;
+        req.offset = offset;
+        req.length = length;
+        for (;;) {
+                _cleanup_rpc_stream_ RpcStream *s = NULL;
+                uint64_t got = 0;
+
+                k = rpc_stream_open_proto(r->channel, LAYERS "Read", &req.base, left(deadline), &s);
+                while (k >= 0) {
+                        _cleanup_proto_ Tonari__Layers__V1__ReadPiece *p = NULL;
+
+                        k = rpc_stream_next_proto(s, &tonari__layers__v1__read_piece__descriptor, (ProtobufCMessage **) &p,
+                                                  ret_error);
+                        if (k <= 0)
+                                break;
+                        if (p->offset != offset + got || p->data.len > length - got)
+                                return -EBADMSG;
+                        k = sink(p->data.data, p->data.len, userdata);
+                        if (k < 0)
+                                return k;
+                        got += p->data.len;
+                }
+                if (k == 0)
+                        return 0;
+                if (got > 0 || !retry(r, k, deadline))
+                        return final_error(k);
+        }
+}
+
+int imagefs_relay_lookup(ImagefsRelay *r, const char *layer, uint64_t parent, const char *name, usec_t timeout,
+                         ImagefsNode *ret, char **ret_error) {
+        Tonari__Layers__V1__LookupRequest req = TONARI__LAYERS__V1__LOOKUP_REQUEST__INIT;
+
+        req.layer = (char *) layer;
+        req.parent = parent;
+        req.name = (char *) name;
+        return unary_node(r, LAYERS "Lookup", &req.base, timeout, ret, ret_error);
+}
+
+int imagefs_relay_getattr(ImagefsRelay *r, const char *layer, uint64_t inode, usec_t timeout, ImagefsNode *ret,
+                          char **ret_error) {
+        Tonari__Layers__V1__GetAttrRequest req = TONARI__LAYERS__V1__GET_ATTR_REQUEST__INIT;
+
+        req.layer = (char *) layer;
+        req.inode = inode;
+        return unary_node(r, LAYERS "GetAttr", &req.base, timeout, ret, ret_error);
+}
+
+int imagefs_relay_readdir(ImagefsRelay *r, const char *layer, uint64_t inode, uint64_t offset, uint32_t max_entries,
+                          usec_t timeout, imagefs_dirent_t f, void *userdata, char **ret_error) {
+        Tonari__Layers__V1__ReadDirRequest req = TONARI__LAYERS__V1__READ_DIR_REQUEST__INIT;
+        usec_t deadline = deadline_of(timeout);
+        int k;
+
+        req.layer = (char *) layer;
+        req.inode = inode;
+        req.offset = offset;
+        req.max_entries = max_entries;
+        for (;;) {
+                _cleanup_rpc_stream_ RpcStream *s = NULL;
+                bool delivered = false;
+
+                k = rpc_stream_open_proto(r->channel, LAYERS "ReadDir", &req.base, left(deadline), &s);
+                while (k >= 0) {
+                        _cleanup_proto_ Tonari__Layers__V1__DirBatch *b = NULL;
+
+                        k = rpc_stream_next_proto(s, &tonari__layers__v1__dir_batch__descriptor, (ProtobufCMessage **) &b,
+                                                  ret_error);
+                        if (k <= 0)
+                                break;
+                        for (size_t i = 0; i < b->n_entries; i++) {
+                                const Tonari__Layers__V1__DirEntry *de = b->entries[i];
+                                ImagefsNode node;
+
+                                if (!de->entry || !node_valid(de->entry) || isempty(de->name))
+                                        return -EBADMSG;
+                                node_from_proto(de->entry, &node);
+                                k = f(de->name, &node, de->next_offset, userdata);
+                                delivered = true;
+                                if (k != 0) {
+                                        rpc_stream_cancel(s);
+                                        return k < 0 ? k : 0;
+                                }
+                        }
+                }
+                if (k == 0)
+                        return 0;
+                if (delivered || !retry(r, k, deadline))
+                        return final_error(k);
+        }
+}
+
+int imagefs_relay_readlink(ImagefsRelay *r, const char *layer, uint64_t inode, usec_t timeout, char **ret_target,
+                           char **ret_error) {
+        Tonari__Layers__V1__ReadLinkRequest req = TONARI__LAYERS__V1__READ_LINK_REQUEST__INIT;
+        _cleanup_proto_ Tonari__Layers__V1__ReadLinkResponse *m = NULL;
+        char *t;
+        int k;
+
+        req.layer = (char *) layer;
+        req.inode = inode;
+        k = unary(r, LAYERS "ReadLink", &req.base, &tonari__layers__v1__read_link_response__descriptor, timeout,
+                  (ProtobufCMessage **) &m, ret_error);
+        if (k < 0)
+                return k;
+        t = strdup(m->target);
+        if (!t)
+                return -ENOMEM;
+        *ret_target = t;
+        return 0;
+}
+
+int imagefs_relay_listxattr(ImagefsRelay *r, const char *layer, uint64_t inode, usec_t timeout, char ***ret_names,
+                            char **ret_error) {
+        Tonari__Layers__V1__ListXattrRequest req = TONARI__LAYERS__V1__LIST_XATTR_REQUEST__INIT;
+        _cleanup_proto_ Tonari__Layers__V1__ListXattrResponse *m = NULL;
+        _cleanup_strv_free_ char **names = NULL;
+        int k;
+
+        req.layer = (char *) layer;
+        req.inode = inode;
+        k = unary(r, LAYERS "ListXattr", &req.base, &tonari__layers__v1__list_xattr_response__descriptor, timeout,
+                  (ProtobufCMessage **) &m, ret_error);
+        if (k < 0)
+                return k;
+        names = new0(char *, 1);
+        if (!names)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_names; i++) {
+                k = strv_extend(&names, m->names[i]);
+                if (k < 0)
+                        return k;
+        }
+        *ret_names = TAKE_PTR(names);
+        return 0;
+}
+
+int imagefs_relay_getxattr(ImagefsRelay *r, const char *layer, uint64_t inode, const char *name, usec_t timeout,
+                           void **ret_value, size_t *ret_size, char **ret_error) {
+        Tonari__Layers__V1__GetXattrRequest req = TONARI__LAYERS__V1__GET_XATTR_REQUEST__INIT;
+        _cleanup_proto_ Tonari__Layers__V1__GetXattrResponse *m = NULL;
+        void *v;
+        int k;
+
+        req.layer = (char *) layer;
+        req.inode = inode;
+        req.name = (char *) name;
+        k = unary(r, LAYERS "GetXattr", &req.base, &tonari__layers__v1__get_xattr_response__descriptor, timeout,
+                  (ProtobufCMessage **) &m, ret_error);
+        if (k < 0)
+                return k;
+        v = memdup(m->value.data, m->value.len);
+        if (!v && m->value.len > 0)
+                return -ENOMEM;
+        *ret_value = v;
+        *ret_size = m->value.len;
+        return 0;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * tonari-imagefs's edge to the relay: tonari.layers.v1 calls (protocols/tonari/layers/v1/layers.proto)
+ * through src/rpc, answers turned into ImagefsNode. One ImagefsRelay per relay address, shared by the
+ * mounts of its layers; thread-safe.
+ *
+ * Every call has a deadline (relative timeout): while the relay cannot be reached the call is tried
+ * again every RELAY_RETRY_USEC until then, and then fails with -ETIMEDOUT, so that a FUSE request
+ * never waits longer than the mount's ReadTimeoutSec=. A stream that broke after it delivered bytes is
+ * not tried again (its consumer has them): it fails with its error.
+ */
+
+#include <stdint.h>
+
+#include "imagefs-cache.h"
+#include "imagefs-toc.h"
+#include "time-util.h"
+
+typedef struct ImagefsRelay ImagefsRelay;
+
+int imagefs_relay_new(const char *address, ImagefsRelay **ret);
+ImagefsRelay *imagefs_relay_free(ImagefsRelay *r);
+static inline void imagefs_relay_freep(ImagefsRelay **r) {
+        imagefs_relay_free(*r);
+}
+const char *imagefs_relay_address(const ImagefsRelay *r) _pure_;
+
+/* The errors below come with the relay's message in *ret_error (optional, malloc'ed or NULL). */
+
+/* The ToC's bytes as the relay assembled them, with the digest and size it announced (checked here:
+ * -EBADMSG when the pieces are not contiguous or do not add up to the size). */
+int imagefs_relay_get_toc(ImagefsRelay *r, const char *layer, usec_t timeout, void **ret_data, size_t *ret_size,
+                          Digest *ret_digest, char **ret_error);
+
+/* [offset, offset + length) of regular file inode into sink, in order; -EBADMSG for pieces out of
+ * order or beyond the range. */
+int imagefs_relay_read(ImagefsRelay *r, const char *layer, uint64_t inode, uint64_t offset, uint64_t length,
+                       usec_t timeout, imagefs_sink_t sink, void *userdata, char **ret_error);
+
+int imagefs_relay_lookup(ImagefsRelay *r, const char *layer, uint64_t parent, const char *name, usec_t timeout,
+                         ImagefsNode *ret, char **ret_error);
+int imagefs_relay_getattr(ImagefsRelay *r, const char *layer, uint64_t inode, usec_t timeout, ImagefsNode *ret,
+                          char **ret_error);
+
+/* Called for each entry of a ReadDir batch; a positive return stops the listing (0 is returned). */
+typedef int (*imagefs_dirent_t)(const char *name, const ImagefsNode *node, uint64_t next_offset, void *userdata);
+int imagefs_relay_readdir(ImagefsRelay *r, const char *layer, uint64_t inode, uint64_t offset, uint32_t max_entries,
+                          usec_t timeout, imagefs_dirent_t f, void *userdata, char **ret_error);
+
+int imagefs_relay_readlink(ImagefsRelay *r, const char *layer, uint64_t inode, usec_t timeout, char **ret_target,
+                           char **ret_error);
+/* The names (strv) */
+int imagefs_relay_listxattr(ImagefsRelay *r, const char *layer, uint64_t inode, usec_t timeout, char ***ret_names,
+                            char **ret_error);
+int imagefs_relay_getxattr(ImagefsRelay *r, const char *layer, uint64_t inode, const char *name, usec_t timeout,
+                           void **ret_value, size_t *ret_size, char **ret_error);
