@@ -1,0 +1,829 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#define FUSE_USE_VERSION 312
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "alloc-util.h"
+#include "fd-util.h"
+#include "imagefs-fuse.h"
+#include "imagefs-toc.h"
+#include "log.h"
+#include "string-util.h"
+#include "strv.h"
+
+/* ToC mode: the kernel keeps entries and attributes this long (seconds): the image never changes, so
+ * "forever" is right; a day bounds what an entry the kernel no longer needs holds in its cache. */
+#define TOC_CACHE_SEC 86400.0
+/* Threads of one mount's session at most: a read that waits for the relay holds one, lookups must not
+ * wait behind a few of those. */
+#define MOUNT_MAX_THREADS 16
+/* How long a stop waits for the session to end after unmounting before it aborts the connection. */
+#define STOP_WAIT_USEC (2 * USEC_PER_SEC)
+/* Entries asked of the relay per ReadDir in no-ToC mode: about what a 4 KiB readdir buffer holds. */
+#define READDIR_BATCH 64U
+
+struct ImagefsMount {
+        char *layer;
+        char *mountpoint;
+        usec_t timeout_usec;
+        Toc *toc;
+        ImagefsRelay *relay;
+        ImagefsCache *cache;
+
+        struct fuse_session *session;
+        pthread_t thread;
+        bool thread_started;
+        int notify_fd;
+        dev_t dev;
+        bool running; /* atomic */
+
+        ImagefsCounters counters; /* atomic fields */
+};
+
+typedef struct Handle {
+        ImagefsCacheEntry *entry;
+        uint64_t inode;
+        Digest digest;
+} Handle;
+
+#define COUNT(m, field, n) __atomic_add_fetch(&(m)->counters.field, (n), __ATOMIC_RELAXED)
+
+static double timeout_of(const ImagefsMount *m) {
+        return m->toc ? TOC_CACHE_SEC : 0.0;
+}
+
+/* The path of an entry for messages ("#N" without a ToC). */
+static void describe(const ImagefsMount *m, uint64_t entry, char *buf, size_t size) {
+        if (!m->toc || toc_path(m->toc, entry, buf, size) < 0)
+                snprintf(buf, size, "#%" PRIu64, entry);
+}
+
+/* Every failure that is not the caller's (a relay away, damage, a bug) is EIO to FUSE, counted, and logged
+ * once here with what it concerned. */
+static int io_error(ImagefsMount *m, int r, const char *what, uint64_t entry, const char *relay_error) {
+        char path[TOC_PATH_MAX + 1];
+
+        COUNT(m, errors, 1);
+        describe(m, entry, path, sizeof(path));
+        log_struct_errno(LOG_WARNING, r, LOG_MESSAGE("Layer %s: %s of '%s' failed: %s%s%m", m->layer, what, path,
+                                                     strempty(relay_error), relay_error ? ": " : ""),
+                         "TONARI_LAYER=%s", m->layer, "TONARI_PATH=%s", path);
+        return EIO;
+}
+
+/* A relay's answer as FUSE's errno: what the layer says (no such name, not a directory) passes, the rest
+ * is an I/O error. */
+static int relay_errno(ImagefsMount *m, int r, const char *what, uint64_t entry, const char *relay_error) {
+        if (r == -ENOENT)
+                return ENOENT;
+        if (r == -ENOTDIR || (r == -EINVAL && relay_error && strstr(relay_error, "not a directory")))
+                return ENOTDIR;
+        return io_error(m, r, what, entry, relay_error);
+}
+
+static int node_of(ImagefsMount *m, fuse_ino_t ino, ImagefsNode *ret) {
+        _cleanup_free_ char *err = NULL;
+        uint64_t entry;
+        int r;
+
+        r = imagefs_entry_of(ino, &entry);
+        if (r < 0)
+                return ENOENT;
+        if (m->toc) {
+                r = imagefs_toc_node(m->toc, entry, ret);
+                if (r == -ENOENT)
+                        return ENOENT;
+                return r < 0 ? io_error(m, r, "getattr", entry, NULL) : 0;
+        }
+        COUNT(m, metadata_round_trips, 1);
+        r = imagefs_relay_getattr(m->relay, m->layer, entry, m->timeout_usec, ret, &err);
+        return r < 0 ? relay_errno(m, r, "getattr", entry, err) : 0;
+}
+
+/* The entry of a request's node; false when there is none (and the request is answered). */
+static bool entry_of_request(fuse_req_t req, fuse_ino_t ino, uint64_t *ret) {
+        if (imagefs_entry_of(ino, ret) < 0) {
+                fuse_reply_err(req, ENOENT);
+                return false;
+        }
+        return true;
+}
+
+static void entry_param(const ImagefsMount *m, const ImagefsNode *n, struct fuse_entry_param *ret) {
+        *ret = (struct fuse_entry_param) {
+                .ino = imagefs_nodeid(n->entry),
+                .attr_timeout = timeout_of(m),
+                .entry_timeout = timeout_of(m),
+        };
+        imagefs_node_stat(n, &ret->attr);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn) {
+        ImagefsMount *m = userdata;
+
+        /* Always readdirplus: in ToC mode the attributes are free, and the lookups it saves are not. */
+        conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+        if (m->toc && (conn->capable & FUSE_CAP_CACHE_SYMLINKS))
+                conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+        if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+                conn->want |= FUSE_CAP_SPLICE_WRITE;
+        conn->time_gran = 1;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        struct fuse_entry_param e;
+        ImagefsNode node;
+        uint64_t dir, child;
+        int r;
+
+        if (!entry_of_request(req, parent, &dir))
+                return;
+        if (m->toc) {
+                r = toc_lookup(m->toc, dir, name, strlen(name), &child);
+                if (r == -ENOENT) {
+                        /* A negative entry, cached as long as positive ones. */
+                        e = (struct fuse_entry_param) { .ino = 0, .entry_timeout = timeout_of(m) };
+                        fuse_reply_entry(req, &e);
+                        return;
+                }
+                if (r == -ENOTDIR) {
+                        fuse_reply_err(req, ENOTDIR);
+                        return;
+                }
+                if (r >= 0)
+                        r = imagefs_toc_node(m->toc, child, &node);
+                if (r < 0) {
+                        fuse_reply_err(req, io_error(m, r, "lookup", dir, NULL));
+                        return;
+                }
+        } else {
+                _cleanup_free_ char *err = NULL;
+
+                COUNT(m, metadata_round_trips, 1);
+                r = imagefs_relay_lookup(m->relay, m->layer, dir, name, m->timeout_usec, &node, &err);
+                if (r < 0) {
+                        fuse_reply_err(req, relay_errno(m, r, "lookup", dir, err));
+                        return;
+                }
+        }
+        entry_param(m, &node, &e);
+        fuse_reply_entry(req, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+        /* Nodes are the layer's entries: nothing is allocated per lookup. */
+        fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets) {
+        fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        ImagefsNode node;
+        struct stat st;
+        int r;
+
+        r = node_of(m, ino, &node);
+        if (r > 0) {
+                fuse_reply_err(req, r);
+                return;
+        }
+        imagefs_node_stat(&node, &st);
+        fuse_reply_attr(req, &st, timeout_of(m));
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        _cleanup_free_ char *target = NULL, *err = NULL;
+        uint64_t entry;
+        int r;
+
+        if (!entry_of_request(req, ino, &entry))
+                return;
+        if (m->toc) {
+                TocEntry e;
+
+                r = toc_get(m->toc, entry, &e);
+                if (r == -ENOENT) {
+                        fuse_reply_err(req, ENOENT);
+                        return;
+                }
+                if (r >= 0 && e.type != TOC_TYPE_SYMLINK) {
+                        fuse_reply_err(req, EINVAL);
+                        return;
+                }
+                if (r >= 0) {
+                        target = memdup_suffix0(e.target, e.target_len);
+                        if (!target)
+                                r = -ENOMEM;
+                }
+                if (r < 0) {
+                        fuse_reply_err(req, io_error(m, r, "readlink", entry, NULL));
+                        return;
+                }
+        } else {
+                COUNT(m, metadata_round_trips, 1);
+                r = imagefs_relay_readlink(m->relay, m->layer, entry, m->timeout_usec, &target, &err);
+                if (r == -EINVAL) {
+                        fuse_reply_err(req, EINVAL);
+                        return;
+                }
+                if (r < 0) {
+                        fuse_reply_err(req, relay_errno(m, r, "readlink", entry, err));
+                        return;
+                }
+        }
+        fuse_reply_readlink(req, target);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        _cleanup_free_ Digest *chunks = NULL;
+        _cleanup_free_ Handle *h = NULL;
+        ImagefsContent content;
+        ImagefsNode node;
+        int r;
+
+        if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+                fuse_reply_err(req, EROFS);
+                return;
+        }
+        r = node_of(m, ino, &node);
+        if (r > 0) {
+                fuse_reply_err(req, r);
+                return;
+        }
+        if (node.type != TOC_TYPE_REGULAR || !node.has_digest) {
+                fuse_reply_err(req, node.type == TOC_TYPE_DIRECTORY ? EISDIR : EINVAL);
+                return;
+        }
+        content = (ImagefsContent) { .digest = node.digest, .size = node.size };
+        if (m->toc) {
+                /* With the ToC, a large file is verified (and fetched) by chunk. */
+                TocEntry e;
+
+                r = toc_get(m->toc, node.entry, &e);
+                if (r >= 0 && e.n_chunks > 0) {
+                        chunks = new(Digest, e.n_chunks);
+                        if (!chunks)
+                                r = -ENOMEM;
+                        for (uint32_t i = 0; r >= 0 && i < e.n_chunks; i++)
+                                r = toc_chunk(m->toc, &e, i, &chunks[i]);
+                        content.chunks = chunks;
+                        content.n_chunks = e.n_chunks;
+                        content.chunk_size = toc_chunk_size(m->toc);
+                }
+                if (r < 0) {
+                        fuse_reply_err(req, io_error(m, r, "open", node.entry, NULL));
+                        return;
+                }
+        }
+        h = new0(Handle, 1);
+        if (!h) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        h->inode = node.entry;
+        h->digest = node.digest;
+        r = imagefs_cache_get(m->cache, &content, &h->entry);
+        if (r < 0) {
+                fuse_reply_err(req, io_error(m, r, "open (cache)", node.entry, NULL));
+                return;
+        }
+        fi->fh = (uint64_t) (uintptr_t) h;
+        fi->keep_cache = 1;
+        if (fuse_reply_open(req, fi) != 0) {
+                imagefs_cache_unref(m->cache, h->entry);
+                return;
+        }
+        TAKE_PTR(h);
+}
+
+typedef struct FetchContext {
+        ImagefsMount *mount;
+        Handle *handle;
+        char *error;
+} FetchContext;
+
+static int fetch(uint64_t offset, uint64_t size, imagefs_sink_t sink, void *sink_userdata, void *userdata) {
+        FetchContext *c = userdata;
+
+        COUNT(c->mount, content_round_trips, 1);
+        return imagefs_relay_read(c->mount->relay, c->mount->layer, c->handle->inode, offset, size,
+                                  c->mount->timeout_usec, sink, sink_userdata, &c->error);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        Handle *h = (Handle *) (uintptr_t) fi->fh;
+        FetchContext c = { .mount = m, .handle = h };
+        struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+        uint64_t fetched = 0;
+        bool hit = false;
+        int fd = -EBADF, r;
+
+        r = imagefs_cache_prepare(m->cache, h->entry, (uint64_t) off, size, fetch, &c, &fd, &fetched, &hit);
+        if (r < 0) {
+                char path[TOC_PATH_MAX + 1], digest[DIGEST_STRING_MAX];
+
+                COUNT(m, errors, 1);
+                describe(m, h->inode, path, sizeof(path));
+                digest_to_string(&h->digest, digest);
+                if (r == -EBADMSG || r == -EUCLEAN)
+                        log_struct_errno(LOG_ERR, r,
+                                         LOG_MESSAGE("Layer %s: %s of '%s' do not match its digest %s, refusing them.",
+                                                     m->layer, r == -EBADMSG ? "bytes the relay sent" : "cached bytes",
+                                                     path, digest),
+                                         "TONARI_LAYER=%s", m->layer, "TONARI_PATH=%s", path, "TONARI_DIGEST=%s", digest);
+                else
+                        log_struct_errno(LOG_WARNING, r,
+                                         LOG_MESSAGE("Layer %s: reading '%s' (%s) failed: %s%s%m", m->layer, path, digest,
+                                                     strempty(c.error), c.error ? ": " : ""),
+                                         "TONARI_LAYER=%s", m->layer, "TONARI_PATH=%s", path, "TONARI_DIGEST=%s", digest);
+                free(c.error);
+                fuse_reply_err(req, EIO);
+                return;
+        }
+        free(c.error);
+        COUNT(m, bytes_fetched, fetched);
+        if (hit)
+                COUNT(m, cache_hits, 1);
+        else
+                COUNT(m, cache_misses, 1);
+        buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+        buf.buf[0].fd = fd;
+        buf.buf[0].pos = off;
+        fuse_reply_data(req, &buf, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        Handle *h = (Handle *) (uintptr_t) fi->fh;
+
+        if (h) {
+                imagefs_cache_unref(m->cache, h->entry);
+                free(h);
+        }
+        fuse_reply_err(req, 0);
+}
+
+typedef struct DirBuffer {
+        fuse_req_t req;
+        ImagefsMount *mount;
+        bool plus;
+        char *buf;
+        size_t size, used;
+} DirBuffer;
+
+/* 1 when the entry did not fit (the listing continues at its offset next time). */
+static int dir_add(DirBuffer *b, const char *name, const ImagefsNode *node, fuse_ino_t ino, mode_t type, off_t next) {
+        size_t n;
+
+        if (b->plus) {
+                struct fuse_entry_param e = {};
+
+                if (node)
+                        entry_param(b->mount, node, &e);
+                else {
+                        /* "." and "..": the kernel takes no reference for them. */
+                        e.attr.st_ino = ino;
+                        e.attr.st_mode = type;
+                }
+                n = fuse_add_direntry_plus(b->req, b->buf + b->used, b->size - b->used, name, &e, next);
+        } else {
+                struct stat st = { .st_ino = ino, .st_mode = type };
+
+                if (node)
+                        imagefs_node_stat(node, &st);
+                n = fuse_add_direntry(b->req, b->buf + b->used, b->size - b->used, name, &st, next);
+        }
+        if (n > b->size - b->used)
+                return 1;
+        b->used += n;
+        return 0;
+}
+
+static int relay_dirent(const char *name, const ImagefsNode *node, uint64_t next_offset, void *userdata) {
+        DirBuffer *b = userdata;
+
+        return dir_add(b, name, node, imagefs_nodeid(node->entry), 0, (off_t) (next_offset + 2));
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        _cleanup_free_ char *buf = NULL, *err = NULL;
+        DirBuffer b = { .req = req, .mount = m, .plus = plus, .size = size };
+        uint64_t dir, parent = 0;
+        TocEntry d;
+        int r;
+
+        if (!entry_of_request(req, ino, &dir))
+                return;
+        b.buf = buf = malloc(size ?: 1);
+        if (!buf) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        if (m->toc) {
+                r = toc_get(m->toc, dir, &d);
+                if (r < 0) {
+                        fuse_reply_err(req, r == -ENOENT ? ENOENT : io_error(m, r, "readdir", dir, NULL));
+                        return;
+                }
+                if (d.type != TOC_TYPE_DIRECTORY) {
+                        fuse_reply_err(req, ENOTDIR);
+                        return;
+                }
+                parent = d.parent;
+        }
+        /* Offsets: 1 after ".", 2 after "..", 2 + n after the layer's n-th entry of the directory. */
+        if (off < 1 && dir_add(&b, ".", NULL, ino, S_IFDIR, 1) > 0)
+                goto reply;
+        if (off < 2 && dir_add(&b, "..", NULL, imagefs_nodeid(parent), S_IFDIR, 2) > 0)
+                goto reply;
+        if (m->toc) {
+                for (uint64_t i = (uint64_t) MAX(off, (off_t) 2) - 2; i < d.n_children; i++) {
+                        char name[TOC_NAME_MAX + 1];
+                        ImagefsNode node;
+                        TocEntry c;
+
+                        r = toc_child(m->toc, &d, (uint32_t) i, &c);
+                        if (r >= 0)
+                                r = imagefs_toc_node(m->toc, c.ino, &node);
+                        if (r < 0) {
+                                fuse_reply_err(req, io_error(m, r, "readdir", dir, NULL));
+                                return;
+                        }
+                        memcpy(name, c.name, MIN(c.name_len, (size_t) TOC_NAME_MAX));
+                        name[MIN(c.name_len, (size_t) TOC_NAME_MAX)] = 0;
+                        if (dir_add(&b, name, &node, imagefs_nodeid(node.entry), 0, (off_t) (i + 3)) > 0)
+                                break;
+                }
+        } else {
+                COUNT(m, metadata_round_trips, 1);
+                r = imagefs_relay_readdir(m->relay, m->layer, dir, (uint64_t) MAX(off, (off_t) 2) - 2, READDIR_BATCH,
+                                          m->timeout_usec, relay_dirent, &b, &err);
+                if (r < 0) {
+                        fuse_reply_err(req, relay_errno(m, r, "readdir", dir, err));
+                        return;
+                }
+        }
+reply:
+        fuse_reply_buf(req, buf, b.used);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        do_readdir(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        do_readdir(req, ino, size, off, true);
+}
+
+static void reply_xattr(fuse_req_t req, const void *value, size_t len, size_t size) {
+        if (size == 0)
+                fuse_reply_xattr(req, len);
+        else if (len > size)
+                fuse_reply_err(req, ERANGE);
+        else
+                fuse_reply_buf(req, value, len);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        _cleanup_free_ void *owned = NULL;
+        _cleanup_free_ char *err = NULL;
+        const void *value;
+        size_t len;
+        uint64_t entry;
+        int r;
+
+        if (!entry_of_request(req, ino, &entry))
+                return;
+        if (m->toc) {
+                r = imagefs_toc_getxattr(m->toc, entry, name, &value, &len);
+                if (r == -ENODATA || r == -ENOENT) {
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+                if (r < 0) {
+                        fuse_reply_err(req, io_error(m, r, "getxattr", entry, NULL));
+                        return;
+                }
+        } else if (imagefs_xattr_hidden(name, strlen(name))) {
+                ImagefsNode node;
+
+                /* Only the opaque marker of this namespace is shown, and the relay says it in the entry. */
+                if (!streq(name, IMAGEFS_OPAQUE_XATTR)) {
+                        fuse_reply_err(req, ENODATA);
+                        return;
+                }
+                r = node_of(m, ino, &node);
+                if (r > 0) {
+                        fuse_reply_err(req, r);
+                        return;
+                }
+                if (!node.opaque) {
+                        fuse_reply_err(req, ENODATA);
+                        return;
+                }
+                value = "y";
+                len = 1;
+        } else {
+                COUNT(m, metadata_round_trips, 1);
+                r = imagefs_relay_getxattr(m->relay, m->layer, entry, name, m->timeout_usec, &owned, &len, &err);
+                if (r == -ENOENT) {
+                        /* The relay says NOT_FOUND for a missing attribute and for a missing inode alike. */
+                        fuse_reply_err(req, ENODATA);
+                        return;
+                }
+                if (r < 0) {
+                        fuse_reply_err(req, relay_errno(m, r, "getxattr", entry, err));
+                        return;
+                }
+                value = owned;
+        }
+        reply_xattr(req, value, len, size);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        _cleanup_free_ char *buf = NULL, *err = NULL;
+        size_t len;
+        uint64_t entry;
+        int r;
+
+        if (!entry_of_request(req, ino, &entry))
+                return;
+        if (size > 0) {
+                buf = malloc(size);
+                if (!buf) {
+                        fuse_reply_err(req, ENOMEM);
+                        return;
+                }
+        }
+        if (m->toc)
+                r = imagefs_toc_listxattr(m->toc, entry, buf, size, &len);
+        else {
+                _cleanup_strv_free_ char **names = NULL;
+                _cleanup_free_ size_t *lens = NULL;
+                ImagefsNode node;
+                size_t n;
+
+                r = node_of(m, ino, &node);
+                if (r > 0) {
+                        fuse_reply_err(req, r);
+                        return;
+                }
+                COUNT(m, metadata_round_trips, 1);
+                r = imagefs_relay_listxattr(m->relay, m->layer, entry, m->timeout_usec, &names, &err);
+                if (r < 0) {
+                        fuse_reply_err(req, relay_errno(m, r, "listxattr", entry, err));
+                        return;
+                }
+                n = strv_length(names);
+                lens = new(size_t, n ?: 1);
+                if (!lens) {
+                        fuse_reply_err(req, ENOMEM);
+                        return;
+                }
+                for (size_t i = 0; i < n; i++)
+                        lens[i] = strlen(names[i]);
+                r = imagefs_xattr_list((const char *const *) names, lens, n, node.opaque, buf, size, &len);
+        }
+        if (r == -ERANGE) {
+                fuse_reply_err(req, ERANGE);
+                return;
+        }
+        if (r < 0) {
+                fuse_reply_err(req, r == -ENOENT ? ENOENT : io_error(m, r, "listxattr", entry, NULL));
+                return;
+        }
+        if (size == 0)
+                fuse_reply_xattr(req, len);
+        else
+                fuse_reply_buf(req, buf, len);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        struct statvfs st = {
+                .f_bsize = 4096,
+                .f_frsize = 4096,
+                .f_files = m->toc ? toc_n_entries(m->toc) : 0,
+                .f_namemax = TOC_NAME_MAX,
+        };
+
+        fuse_reply_statfs(req, &st);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+        .init = op_init,
+        .lookup = op_lookup,
+        .forget = op_forget,
+        .forget_multi = op_forget_multi,
+        .getattr = op_getattr,
+        .readlink = op_readlink,
+        .open = op_open,
+        .read = op_read,
+        .release = op_release,
+        .readdir = op_readdir,
+        .readdirplus = op_readdirplus,
+        .getxattr = op_getxattr,
+        .listxattr = op_listxattr,
+        .statfs = op_statfs,
+};
+
+int imagefs_mount_new(const ImagefsMountConfig *config, Toc *toc, ImagefsRelay *relay, ImagefsCache *cache,
+                      ImagefsMount **ret) {
+        ImagefsMount *m;
+
+        m = new0(ImagefsMount, 1);
+        if (!m)
+                return -ENOMEM;
+        m->notify_fd = -EBADF;
+        m->layer = strdup(config->layer);
+        m->mountpoint = strdup(config->mountpoint);
+        if (!m->layer || !m->mountpoint) {
+                free(m->layer);
+                free(m->mountpoint);
+                free(m);
+                return -ENOMEM;
+        }
+        m->timeout_usec = config->timeout_usec;
+        m->relay = relay;
+        m->cache = cache;
+        m->toc = toc;
+        *ret = m;
+        return 0;
+}
+
+static void *session_thread(void *userdata) {
+        ImagefsMount *m = userdata;
+        struct fuse_loop_config *config = fuse_loop_cfg_create();
+        uint64_t one = 1;
+        int r;
+
+        if (!config)
+                r = -ENOMEM;
+        else {
+                fuse_loop_cfg_set_max_threads(config, MOUNT_MAX_THREADS);
+                fuse_loop_cfg_set_clone_fd(config, 1);
+                r = fuse_session_loop_mt(m->session, config);
+                fuse_loop_cfg_destroy(config);
+        }
+        if (r != 0)
+                log_debug("Session of %s ended: %d", m->mountpoint, r);
+        __atomic_store_n(&m->running, false, __ATOMIC_RELEASE);
+        if (m->notify_fd >= 0)
+                (void) write(m->notify_fd, &one, sizeof(one));
+        return NULL;
+}
+
+int imagefs_mount_start(ImagefsMount *m, int notify_fd) {
+        _cleanup_free_ char *options = NULL;
+        char hex[DIGEST_HEX_LEN + 1] = "";
+        struct statx stx;
+        Digest d;
+        int r;
+
+        if (digest_from_string(m->layer, &d) >= 0)
+                digest_to_hex(&d, hex);
+        /* Read-only, for everyone (overlayfs and containers read it as other users), permissions checked
+         * by the kernel from the modes; nosuid and nodev: the layer is only ever used through an overlay,
+         * whose own mount decides those. */
+        if (asprintf(&options, "ro,nosuid,nodev,allow_other,default_permissions,fsname=tonari-imagefs:%.12s,"
+                               "subtype=tonari-imagefs",
+                     hex) < 0)
+                return -ENOMEM;
+        char *argv[] = { (char *) "tonari-imagefs", (char *) "-o", options, NULL };
+        struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+
+        m->session = fuse_session_new(&args, &ops, sizeof(ops), m);
+        /* Parsing may have copied the arguments. */
+        fuse_opt_free_args(&args);
+        if (!m->session)
+                return -EINVAL;
+        if (fuse_session_mount(m->session, m->mountpoint) != 0) {
+                fuse_session_destroy(m->session);
+                m->session = NULL;
+                return -EIO;
+        }
+        m->notify_fd = notify_fd;
+        m->running = true;
+        r = pthread_create(&m->thread, NULL, session_thread, m);
+        if (r != 0) {
+                m->running = false;
+                fuse_session_unmount(m->session);
+                fuse_session_destroy(m->session);
+                m->session = NULL;
+                return -r;
+        }
+        m->thread_started = true;
+        /* The connection's number, to abort it if ever needed. Without asking the file system: the root's
+         * attributes are there since the mount. */
+        if (statx(AT_FDCWD, m->mountpoint, AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &stx) >= 0)
+                m->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        return 0;
+}
+
+bool imagefs_mount_running(ImagefsMount *m) {
+        return __atomic_load_n(&m->running, __ATOMIC_ACQUIRE);
+}
+
+/* Aborts the connection through fusectl: every request in flight fails, the session's threads end. */
+static void abort_connection(ImagefsMount *m) {
+        char path[64];
+        int fd;
+
+        snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort", minor(m->dev));
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) {
+                log_warning_errno(errno, "Failed to open %s, ignoring: %m", path);
+                return;
+        }
+        if (write(fd, "1", 1) < 0)
+                log_warning_errno(errno, "Failed to abort the connection of %s, ignoring: %m", m->mountpoint);
+        safe_close(fd);
+}
+
+void imagefs_mount_stop(ImagefsMount *m) {
+        struct timespec deadline;
+
+        if (!m->session)
+                return;
+        if (m->thread_started) {
+                fuse_session_exit(m->session);
+                if (imagefs_mount_running(m))
+                        fuse_session_unmount(m->session);
+                clock_gettime(CLOCK_REALTIME, &deadline);
+                deadline.tv_sec += STOP_WAIT_USEC / USEC_PER_SEC;
+                if (pthread_timedjoin_np(m->thread, NULL, &deadline) != 0) {
+                        /* Without fusectl (systemd mounts it at boot) nothing can end a connection that
+                         * an overlay still uses: then this waits until the overlay is unmounted. */
+                        log_warning("Mount %s is still in use, aborting its connection.", m->mountpoint);
+                        abort_connection(m);
+                        pthread_join(m->thread, NULL);
+                }
+                m->thread_started = false;
+        }
+        fuse_session_unmount(m->session);
+        fuse_session_destroy(m->session);
+        m->session = NULL;
+}
+
+ImagefsMount *imagefs_mount_free(ImagefsMount *m) {
+        if (!m)
+                return NULL;
+        imagefs_mount_stop(m);
+        toc_free(m->toc);
+        free(m->layer);
+        free(m->mountpoint);
+        return mfree(m);
+}
+
+const char *imagefs_mount_layer(const ImagefsMount *m) {
+        return m->layer;
+}
+
+const char *imagefs_mount_path(const ImagefsMount *m) {
+        return m->mountpoint;
+}
+
+bool imagefs_mount_has_toc(const ImagefsMount *m) {
+        return m->toc;
+}
+
+void imagefs_mount_set_toc_load(ImagefsMount *m, uint64_t bytes, usec_t load_usec) {
+        m->counters.toc_bytes = bytes;
+        m->counters.toc_load_usec = load_usec;
+}
+
+void imagefs_mount_counters(ImagefsMount *m, ImagefsCounters *ret) {
+        *ret = (ImagefsCounters) {
+#define LOAD(f) .f = __atomic_load_n(&m->counters.f, __ATOMIC_RELAXED)
+                LOAD(metadata_round_trips),
+                LOAD(content_round_trips),
+                LOAD(bytes_fetched),
+                LOAD(cache_hits),
+                LOAD(cache_misses),
+                LOAD(toc_bytes),
+                LOAD(toc_load_usec),
+                LOAD(errors),
+#undef LOAD
+        };
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The FUSE edge of tonari-imagefs: one mount of one layer, served by libfuse's low-level API from a
+ * multithreaded session loop on a thread of its own (many mounts per process).
+ *
+ * ToC mode: every metadata request is answered from the layer's ToC in memory, with long entry and
+ * attribute timeouts and cached symlinks and pages (the image never changes): no request reaches the
+ * relay but reads of content that is not in the cache. No-ToC mode (the paper's baseline): each
+ * lookup, getattr, readdir, readlink and xattr request is one call to the relay, and nothing is cached
+ * by the kernel but pages.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "imagefs-cache.h"
+#include "imagefs-relay.h"
+#include "time-util.h"
+#include "toc.h"
+
+typedef struct ImagefsMount ImagefsMount;
+
+typedef struct ImagefsCounters {
+        uint64_t metadata_round_trips; /* calls to the relay for metadata (0 in ToC mode) */
+        uint64_t content_round_trips;  /* Read calls */
+        uint64_t bytes_fetched;        /* content bytes from the relay, verified */
+        uint64_t cache_hits;           /* reads served from the cache alone */
+        uint64_t cache_misses;         /* reads that fetched */
+        uint64_t toc_bytes;
+        uint64_t toc_load_usec;        /* GetToC, verification and opening */
+        uint64_t errors;               /* requests answered with EIO */
+} ImagefsCounters;
+
+typedef struct ImagefsMountConfig {
+        const char *layer;        /* diff_id, "sha256:..." */
+        const char *mountpoint;
+        usec_t timeout_usec;      /* ReadTimeoutSec=: longest wait for the relay in one request */
+} ImagefsMountConfig;
+
+/* toc: the layer's verified ToC, taken on success; NULL for no-ToC mode. relay and cache are the
+ * caller's and must outlive the mount. */
+int imagefs_mount_new(const ImagefsMountConfig *config, Toc *toc, ImagefsRelay *relay, ImagefsCache *cache,
+                      ImagefsMount **ret);
+/* Mounts and starts serving. When the session ends by itself (unmounted from outside), the mount
+ * writes to notify_fd (an eventfd) and imagefs_mount_running() turns false. */
+int imagefs_mount_start(ImagefsMount *m, int notify_fd);
+bool imagefs_mount_running(ImagefsMount *m);
+/* Unmounts (if still mounted) and waits for the session's threads. A mount still in use (an overlay on
+ * it) is detached; its connection is aborted if requests keep it alive. */
+void imagefs_mount_stop(ImagefsMount *m);
+ImagefsMount *imagefs_mount_free(ImagefsMount *m);
+
+const char *imagefs_mount_layer(const ImagefsMount *m) _pure_;
+const char *imagefs_mount_path(const ImagefsMount *m) _pure_;
+bool imagefs_mount_has_toc(const ImagefsMount *m) _pure_;
+void imagefs_mount_set_toc_load(ImagefsMount *m, uint64_t bytes, usec_t load_usec);
+void imagefs_mount_counters(ImagefsMount *m, ImagefsCounters *ret);
