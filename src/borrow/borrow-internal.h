@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+/* Private to src/borrow/: its library is built with -DTONARI_FOLDER_BORROW (meson.build), nothing else is. */
+#ifndef TONARI_FOLDER_BORROW
+#error "borrow-internal.h is private to src/borrow/; use borrow.h"
+#endif
+
 /*
  * What the files of src/borrow/ share and nobody else includes: one file a job (docs/ARCHITECTURE.md,
  * "CPU borrowing"):

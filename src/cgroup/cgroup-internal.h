@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+/* Private to src/cgroup/: its library is built with -DTONARI_FOLDER_CGROUP (meson.build), nothing else is. */
+#ifndef TONARI_FOLDER_CGROUP
+#error "cgroup-internal.h is private to src/cgroup/; use cgroup.h"
+#endif
+
 /*
  * What the files behind cgroup.h share: the CGroupRoot itself and the primitives of cgroup-root.c
  * that the tree, CPU, apply and read files build on. Private to src/cgroup: callers use cgroup.h.

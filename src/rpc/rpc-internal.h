@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+/* Private to src/rpc/: its library is built with -DTONARI_FOLDER_RPC (meson.build), nothing else is. */
+#ifndef TONARI_FOLDER_RPC
+#error "rpc-internal.h is private to src/rpc/; use rpc.h"
+#endif
+
 /* What rpc-server.c and rpc-client.c share; gRPC's headers are included here and nowhere else. */
 
 #include <grpc/byte_buffer.h>

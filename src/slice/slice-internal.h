@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+/* Private to src/slice/: its library is built with -DTONARI_FOLDER_SLICE (meson.build), nothing else is. */
+#ifndef TONARI_FOLDER_SLICE
+#error "slice-internal.h is private to src/slice/; use slice.h"
+#endif
+
 /*
  * The inside of slices, for src/slice/ only (and its own unit test): the SliceManager, the
  * backends that realize slices, and the steps the bus layer and adoption take. Everybody else
