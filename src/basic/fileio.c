@@ -42,7 +42,7 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size) {
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return negative_errno();
+                        return -errno;
                 }
                 if (n == 0)
                         break;
@@ -63,7 +63,7 @@ int read_full_file(const char *path, char **ret, size_t *ret_size) {
 
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
-                return negative_errno();
+                return -errno;
         return read_full_fd(fd, READ_FULL_FILE_MAX, ret, ret_size);
 }
 

@@ -109,7 +109,7 @@ int borrow_state_file_save(BorrowManager *m, const BorrowProxy *skip) {
          * the development host's ext4 /run, each charge waiting for it (docs/BENCHMARKS.md).
          */
         if (fflush(f) != 0 || ferror(f)) {
-                r = errno > 0 ? -errno : -EIO;
+                r = negative_errno();
                 goto fail;
         }
         if (rename(tmp, m->state_file) < 0) {

@@ -59,7 +59,7 @@ int cgroup_get_id(CGroupRoot *r, const char *path, uint64_t *ret) {
         if (k < 0)
                 return k;
         if (stat(p, &st) < 0)
-                return negative_errno();
+                return -errno;
         if (!S_ISDIR(st.st_mode))
                 return -ENOTDIR;
         *ret = (uint64_t) st.st_ino;

@@ -45,7 +45,7 @@ static int file_exists(const char *dir, const char *name) {
         if (!p)
                 return -ENOMEM;
         if (access(p, F_OK) < 0)
-                return errno == ENOENT || errno == ENOTDIR ? 0 : negative_errno();
+                return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
         return 1;
 }
 
@@ -57,7 +57,7 @@ static int root_is_kernel_cgroupfs(const CGroupRoot *r) {
         if (!h)
                 return -ENOMEM;
         if (statfs(h, &sfs) < 0)
-                return negative_errno();
+                return -errno;
         return sfs.f_type == (typeof(sfs.f_type)) CGROUP2_SUPER_MAGIC || sfs.f_type == (typeof(sfs.f_type)) CGROUP_SUPER_MAGIC;
 }
 
@@ -71,7 +71,7 @@ int cgroup_root_new(const char *dir, CGroupRoot **ret) {
         assert_return(ret, -EINVAL);
 
         if (stat(dir, &st) < 0)
-                return negative_errno();
+                return -errno;
         if (!S_ISDIR(st.st_mode))
                 return -ENOTDIR;
 
@@ -250,7 +250,7 @@ int cgroup_write_file(CGroupRoot *r, const char *controller, const char *path, c
                         return -ENOENT;
         }
         if (fd < 0)
-                return negative_errno();
+                return -errno;
 
         /* The kernel parses each write() as one value: never split it. Errors (EINVAL: value
          * refused, ESRCH: no such process, EBUSY, ENOSPC, ...) are the kernel's answer. */
@@ -258,7 +258,7 @@ int cgroup_write_file(CGroupRoot *r, const char *controller, const char *path, c
                 n = write(fd, buf, len);
         while (n < 0 && errno == EINTR);
         if (n < 0)
-                return negative_errno();
+                return -errno;
         if ((size_t) n != len)
                 return -EIO;
         return 0;
@@ -328,7 +328,7 @@ int cgroup_dir_exists(CGroupRoot *r, const char *h, const char *path) {
         if (k < 0)
                 return k;
         if (stat(p, &st) < 0)
-                return errno == ENOENT ? 0 : negative_errno();
+                return errno == ENOENT ? 0 : -errno;
         return S_ISDIR(st.st_mode) ? 1 : -ENOTDIR;
 }
 
@@ -368,7 +368,7 @@ int cgroup_list_subdirs(CGroupRoot *r, const char *h, const char *path, char ***
                 return k;
         d = opendir(p);
         if (!d)
-                return negative_errno();
+                return -errno;
 
         l = new0(char *, 1);
         if (!l)
@@ -380,7 +380,7 @@ int cgroup_list_subdirs(CGroupRoot *r, const char *h, const char *path, char ***
                 de = readdir(d);
                 if (!de) {
                         if (errno != 0)
-                                return negative_errno();
+                                return -errno;
                         break;
                 }
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))

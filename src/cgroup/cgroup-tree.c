@@ -252,7 +252,7 @@ static int cgroup_rmdir(CGroupRoot *r, const char *h, const char *path) {
                         if (de->d_type == DT_REG)
                                 (void) unlinkat(dirfd(d), de->d_name, 0);
         }
-        return rmdir(p) < 0 ? negative_errno() : 0;
+        return rmdir(p) < 0 ? -errno : 0;
 }
 
 /*
@@ -278,7 +278,7 @@ static int cgroup_mkdir(CGroupRoot *r, const char *h, const char *path) {
                         return k ?: -ENOENT;
                 is_new = false;
         } else
-                return negative_errno();
+                return -errno;
 
         if (streq(h, "cpuset")) {
                 k = v1_cpuset_inherit(r, path, is_new);

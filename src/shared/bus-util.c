@@ -214,7 +214,7 @@ int bus_introspect(int (*add_objects)(sd_bus *bus, void *userdata), void *userda
         int fds[2], r;
 
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) < 0)
-                return negative_errno();
+                return -errno;
         fd_server = fds[0];
         fd_client = fds[1];
 

@@ -34,7 +34,7 @@ static int path_exists_under(const char *root, const char *path) {
         if (!p)
                 return -ENOMEM;
         if (stat(p, &st) < 0)
-                return errno == ENOENT ? 0 : negative_errno();
+                return errno == ENOENT ? 0 : -errno;
         return 1;
 }
 

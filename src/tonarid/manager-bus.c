@@ -91,7 +91,7 @@ static int append_status(sd_bus_message *reply, void *userdata) {
 
         /* The daemon's own cost, so operators (and benchmarks) can see what tonari itself uses. */
         if (getrusage(RUSAGE_SELF, &ru) < 0)
-                return negative_errno();
+                return -errno;
 
         r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}{sv}{sv}{sv}{sv}", "Version", "s", PACKAGE_VERSION,
                                   "State", "s", manager_state_to_string(m->state), "PID", "u", (uint32_t) getpid(),
