@@ -5,9 +5,11 @@
  * the kernel as in test-cgroup.c: it has the interface files a cgroup would have.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "fd-util.h"
 #include "fake-tree.h"
 #include "fileio.h"
 #include "slice-util.h"
@@ -224,6 +226,8 @@ END_TEST
 /* A slice made again under its name has another cgroup id. */
 START_TEST(test_cgroup_id_new_each_time) {
         _cleanup_(slice_manager_freep) SliceManager *m = NULL;
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_close_ int held = -EBADF;
         Slice *s;
         uint64_t id;
 
@@ -231,9 +235,14 @@ START_TEST(test_cgroup_id_new_each_time) {
         m = start();
         ck_assert_int_eq(create(m, "web", &s), 0);
         id = s->cgroup_id;
+        /* A file system may give a freed inode to the next directory at once, which the kernel never
+         * does with a cgroup's id while it exists: keep the removed directory's inode allocated by
+         * holding it open, so the fake tree cannot hand the same number out again. */
+        dir = strjoin(fake_root, "/" SLICE_CGROUPFS_PARENT "/web");
+        ck_assert_ptr_nonnull(dir);
+        held = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(held, 0);
         ck_assert_int_eq(remove_slice(s), 0);
-        /* (a file system may reuse the inode at once; hold on to it, as the kernel never reuses) */
-        fake_dir("hold");
         ck_assert_int_eq(create(m, "web", &s), 0);
         ck_assert_uint_ne(s->cgroup_id, id);
 }
