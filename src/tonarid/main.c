@@ -12,6 +12,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
+#include "option-util.h"
 #include "slice-util.h"
 #include "string-util.h"
 
@@ -43,16 +44,14 @@ static void help(void) {
 
 static int parse_argv(int argc, char *argv[]) {
         enum {
-                ARG_VERSION = 0x100,
-                ARG_BUS_ADDRESS,
+                ARG_BUS_ADDRESS = ARG_COMMON_MAX,
                 ARG_BUS_INTROSPECT,
                 ARG_CONFIG,
                 ARG_DUMP_CONFIG,
                 ARG_LOG_LEVEL,
         };
         static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
+                COMMON_OPTIONS,
                 { "bus-address", required_argument, NULL, ARG_BUS_ADDRESS },
                 { "bus-introspect", required_argument, NULL, ARG_BUS_INTROSPECT },
                 { "config", required_argument, NULL, ARG_CONFIG },
@@ -60,16 +59,10 @@ static int parse_argv(int argc, char *argv[]) {
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 {},
         };
-        int c;
+        int c, r;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("tonarid %s\n", PACKAGE_VERSION);
-                        return 0;
                 case ARG_BUS_ADDRESS:
                         if (bus_address_from_option(optarg, &arg_bus_address) < 0)
                                 return -EINVAL;
@@ -95,15 +88,13 @@ static int parse_argv(int argc, char *argv[]) {
                                                        "crit, err, warning, notice, info, debug or 0-7.",
                                                        optarg);
                         break;
-                case '?':
-                        return -EINVAL;
                 default:
-                        return log_error_errno(EINVAL, "Unhandled option %i.", c);
+                        return parse_common_option(c, "tonarid", help);
                 }
 
-        if (optind < argc)
-                return log_error_errno(EINVAL, "%s takes no positional arguments, got '%s'.",
-                                       program_invocation_short_name, argv[optind]);
+        r = refuse_positional_args(argc, argv);
+        if (r < 0)
+                return r;
         return 1;
 }
 
