@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc-util.h"
 #include "fileio.h"
@@ -65,6 +66,41 @@ int proc_pid_stat(const char *proc, pid_t pid, ProcStat *ret) {
         if (r < 0)
                 return r;
         return proc_stat_parse(text, ret);
+}
+
+int proc_pid_start_time(const char *proc, pid_t pid, uint64_t *ret_ticks) {
+        ProcStat st;
+        int r;
+
+        r = proc_pid_stat(proc, pid, &st);
+        if (r < 0)
+                return r;
+        *ret_ticks = st.start_time_ticks;
+        return 0;
+}
+
+static uint64_t ticks_per_sec(void) {
+        long hz = sysconf(_SC_CLK_TCK);
+
+        /* USER_HZ is 100 on every Linux architecture tonari builds for; sysconf() only fails if the
+         * C library has no idea, and then 100 is still right. */
+        return hz > 0 ? (uint64_t) hz : 100;
+}
+
+usec_t proc_ticks_to_usec(uint64_t ticks) {
+        uint64_t hz = ticks_per_sec();
+
+        if (ticks <= (USEC_INFINITY - 1) / USEC_PER_SEC)
+                return ticks * USEC_PER_SEC / hz;
+        if (ticks / hz >= (USEC_INFINITY - 1) / USEC_PER_SEC)
+                return USEC_INFINITY; /* saturate: 584,000 years */
+        return ticks / hz * USEC_PER_SEC + ticks % hz * USEC_PER_SEC / hz;
+}
+
+uint64_t proc_usec_to_ticks(usec_t usec) {
+        uint64_t hz = ticks_per_sec();
+
+        return usec / USEC_PER_SEC * hz + usec % USEC_PER_SEC * hz / USEC_PER_SEC;
 }
 
 int proc_pid_is_kernel_thread(const char *proc, pid_t pid) {

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "time-util.h"
+
 /*
  * The one reader of /proc/<pid> files. proc is the procfs mount ("/proc"; a fake tree in tests).
  */
@@ -23,6 +25,16 @@ typedef struct ProcStat {
 int proc_stat_parse(const char *text, ProcStat *ret);
 /* -ESRCH if the process does not exist. */
 int proc_pid_stat(const char *proc, pid_t pid, ProcStat *ret);
+/*
+ * The start time of a process, in clock ticks since boot (CLOCK_BOOTTIME), -ESRCH if there is none.
+ * A PID is reused once its process is gone: (pid, start time) identifies one process, so whoever
+ * keeps state about a process by PID keeps the start time with it and compares both.
+ */
+int proc_pid_start_time(const char *proc, pid_t pid, uint64_t *ret_ticks);
+/* Clock ticks (USER_HZ, the unit of /proc/<pid>/stat's times) to microseconds. */
+usec_t proc_ticks_to_usec(uint64_t ticks);
+/* The other way, rounded down; for comparing a start time derived from another clock. */
+uint64_t proc_usec_to_ticks(usec_t usec);
 /* 1 for a kernel thread (PF_KTHREAD), 0 for a user process, -ESRCH if there is none. */
 int proc_pid_is_kernel_thread(const char *proc, pid_t pid);
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake-tree.h"
@@ -117,5 +118,42 @@ START_TEST(test_cgroup_parse_controller) {
 }
 END_TEST
 
+START_TEST(test_start_time) {
+        uint64_t ticks, hz = (uint64_t) sysconf(_SC_CLK_TCK);
+
+        fake_root_new();
+        fake_file("proc/100/stat", "100 (sleep) S 1 100 100 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 12345 0 0\n");
+        fake_file("proc/101/stat", "101 (broken) S 1\n");
+        _cleanup_free_ char *proc = strjoin(fake_root, "/proc");
+        ck_assert_int_eq(proc_pid_start_time(proc, 100, &ticks), 0);
+        ck_assert_uint_eq(ticks, 12345);
+        ticks = 7;
+        ck_assert_int_eq(proc_pid_start_time(proc, 102, &ticks), -ESRCH);
+        ck_assert_int_eq(proc_pid_start_time(proc, 101, &ticks), -EBADMSG);
+        ck_assert_int_eq(proc_pid_start_time(proc, 0, &ticks), -EINVAL);
+        ck_assert_uint_eq(ticks, 7); /* untouched on failure */
+
+        /* Our own start time is in the past and does not change between two reads. */
+        uint64_t a, b;
+        ck_assert_int_eq(proc_pid_start_time("/proc", getpid(), &a), 0);
+        ck_assert_int_eq(proc_pid_start_time("/proc", getpid(), &b), 0);
+        ck_assert_uint_eq(a, b);
+        struct timespec ts;
+        ck_assert_int_eq(clock_gettime(CLOCK_BOOTTIME, &ts), 0);
+        ck_assert_uint_le(proc_ticks_to_usec(a), timespec_load(&ts));
+
+        /* Conversions, at USER_HZ (100 on Linux) and near the top of the range. */
+        ck_assert_uint_eq(proc_ticks_to_usec(0), 0);
+        ck_assert_uint_eq(proc_ticks_to_usec(hz), USEC_PER_SEC);
+        ck_assert_uint_eq(proc_ticks_to_usec(12345), 12345 * USEC_PER_SEC / hz);
+        ck_assert_uint_eq(proc_usec_to_ticks(USEC_PER_SEC), hz);
+        ck_assert_uint_eq(proc_usec_to_ticks(USEC_PER_SEC - 1), hz - 1);
+        ck_assert_uint_eq(proc_usec_to_ticks(proc_ticks_to_usec(987654321)), 987654321);
+        uint64_t big = UINT64_MAX / USEC_PER_SEC * 2 + 1; /* ticks * USEC_PER_SEC would overflow */
+        ck_assert_uint_eq(proc_ticks_to_usec(big), big / hz * USEC_PER_SEC + big % hz * USEC_PER_SEC / hz);
+        ck_assert_uint_eq(proc_ticks_to_usec(UINT64_MAX), USEC_INFINITY);
+}
+END_TEST
+
 TEST_SUITE("proc-util", test_stat_parse, test_kernel_thread, test_real_proc, test_cgroup_parse,
-           test_cgroup_parse_controller)
+           test_cgroup_parse_controller, test_start_time)
