@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,20 +50,27 @@ int proc_stat_parse(const char *text, ProcStat *ret) {
         return 0;
 }
 
-int proc_pid_stat(const char *proc, pid_t pid, ProcStat *ret) {
-        _cleanup_free_ char *text = NULL;
-        char path[64];
+/* The text of /proc/<pid>/<name>; -ESRCH if there is no such process. */
+static int read_pid_file(const char *proc, pid_t pid, const char *name, char **ret) {
+        _cleanup_free_ char *p = NULL;
+        char dir[32];
         int r;
 
         if (pid <= 0)
                 return -EINVAL;
-        (void) snprintf(path, sizeof(path), "%i/stat", (int) pid);
-        _cleanup_free_ char *p = strjoin(proc, "/", path);
+        (void) snprintf(dir, sizeof(dir), "%i", (int) pid);
+        p = strjoin(proc, "/", dir, "/", name);
         if (!p)
                 return -ENOMEM;
-        r = read_full_file(p, &text, NULL);
-        if (r == -ENOENT)
-                return -ESRCH;
+        r = read_full_file(p, ret, NULL);
+        return r == -ENOENT ? -ESRCH : r;
+}
+
+int proc_pid_stat(const char *proc, pid_t pid, ProcStat *ret) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_pid_file(proc, pid, "stat", &text);
         if (r < 0)
                 return r;
         return proc_stat_parse(text, ret);
@@ -101,6 +109,61 @@ uint64_t proc_usec_to_ticks(usec_t usec) {
         uint64_t hz = ticks_per_sec();
 
         return usec / USEC_PER_SEC * hz + usec % USEC_PER_SEC * hz / USEC_PER_SEC;
+}
+
+int proc_io_parse(const char *text, ProcIO *ret) {
+        static const struct {
+                const char *key;
+                size_t offset;
+        } fields[] = {
+                { "rchar", offsetof(ProcIO, rchar) },
+                { "wchar", offsetof(ProcIO, wchar) },
+                { "syscr", offsetof(ProcIO, syscr) },
+                { "syscw", offsetof(ProcIO, syscw) },
+                { "read_bytes", offsetof(ProcIO, read_bytes) },
+                { "write_bytes", offsetof(ProcIO, write_bytes) },
+                { "cancelled_write_bytes", offsetof(ProcIO, cancelled_write_bytes) },
+        };
+        _cleanup_strv_free_ char **lines = NULL;
+        ProcIO io = {};
+        unsigned seen = 0;
+        int r;
+
+        /* "key: value" lines; keys the kernel may add later are ignored, but every known one must
+         * be there exactly once. */
+        r = strv_split(text, "\n", &lines);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(l, lines) {
+                const char *colon = strchr(*l, ':');
+                uint64_t v;
+
+                if (!colon || colon[1] != ' ')
+                        return -EBADMSG;
+                for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                        if (strlen(fields[i].key) != (size_t) (colon - *l) ||
+                            !strneq(*l, fields[i].key, colon - *l))
+                                continue;
+                        if ((seen & (1U << i)) || safe_atou64(colon + 2, &v) < 0)
+                                return -EBADMSG;
+                        memcpy((uint8_t *) &io + fields[i].offset, &v, sizeof(v));
+                        seen |= 1U << i;
+                }
+        }
+        if (seen != (1U << ELEMENTSOF(fields)) - 1)
+                return -EBADMSG;
+        *ret = io;
+        return 0;
+}
+
+int proc_pid_io(const char *proc, pid_t pid, ProcIO *ret) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_pid_file(proc, pid, "io", &text);
+        if (r < 0)
+                return r;
+        return proc_io_parse(text, ret);
 }
 
 int proc_pid_is_kernel_thread(const char *proc, pid_t pid) {
@@ -165,26 +228,11 @@ int proc_cgroup_parse(const char *text, char **ret) {
         return proc_cgroup_parse_controller(text, "cpu", ret);
 }
 
-static int read_pid_cgroup(const char *proc, pid_t pid, char **ret) {
-        _cleanup_free_ char *p = NULL;
-        char path[64];
-        int r;
-
-        if (pid <= 0)
-                return -EINVAL;
-        (void) snprintf(path, sizeof(path), "%i/cgroup", (int) pid);
-        p = strjoin(proc, "/", path);
-        if (!p)
-                return -ENOMEM;
-        r = read_full_file(p, ret, NULL);
-        return r == -ENOENT ? -ESRCH : r;
-}
-
 int proc_pid_cgroup_controller(const char *proc, pid_t pid, const char *controller, char **ret) {
         _cleanup_free_ char *text = NULL;
         int r;
 
-        r = read_pid_cgroup(proc, pid, &text);
+        r = read_pid_file(proc, pid, "cgroup", &text);
         if (r < 0)
                 return r;
         return proc_cgroup_parse_controller(text, controller, ret);
@@ -194,7 +242,7 @@ int proc_pid_cgroup(const char *proc, pid_t pid, char **ret) {
         _cleanup_free_ char *text = NULL;
         int r;
 
-        r = read_pid_cgroup(proc, pid, &text);
+        r = read_pid_file(proc, pid, "cgroup", &text);
         if (r < 0)
                 return r;
         return proc_cgroup_parse(text, ret);

@@ -35,6 +35,24 @@ int proc_pid_start_time(const char *proc, pid_t pid, uint64_t *ret_ticks);
 usec_t proc_ticks_to_usec(uint64_t ticks);
 /* The other way, rounded down; for comparing a start time derived from another clock. */
 uint64_t proc_usec_to_ticks(usec_t usec);
+/*
+ * /proc/<pid>/io: the I/O counters of the whole process (all its threads, live and exited). Exact,
+ * unlike taskstats, which rounds the call and character counts down to multiples of 1024.
+ */
+typedef struct ProcIO {
+        uint64_t rchar;       /* bytes through read(2) and friends, whatever the file */
+        uint64_t wchar;
+        uint64_t syscr;       /* read calls */
+        uint64_t syscw;       /* write calls */
+        uint64_t read_bytes;  /* storage I/O */
+        uint64_t write_bytes;
+        uint64_t cancelled_write_bytes;
+} ProcIO;
+
+int proc_io_parse(const char *text, ProcIO *ret);
+/* -ESRCH if the process does not exist; -EACCES without the right to ptrace it. */
+int proc_pid_io(const char *proc, pid_t pid, ProcIO *ret);
+
 /* 1 for a kernel thread (PF_KTHREAD), 0 for a user process, -ESRCH if there is none. */
 int proc_pid_is_kernel_thread(const char *proc, pid_t pid);
 

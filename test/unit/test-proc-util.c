@@ -155,5 +155,58 @@ START_TEST(test_start_time) {
 }
 END_TEST
 
+START_TEST(test_io) {
+        ProcIO io = { .rchar = 99 };
+
+        ck_assert_int_eq(proc_io_parse("rchar: 1463274409\nwchar: 492978840\nsyscr: 422597\nsyscw: 6516500\n"
+                                       "read_bytes: 42004480\nwrite_bytes: 507437056\n"
+                                       "cancelled_write_bytes: 25559040\n",
+                                       &io),
+                         0);
+        ck_assert_uint_eq(io.rchar, 1463274409);
+        ck_assert_uint_eq(io.wchar, 492978840);
+        ck_assert_uint_eq(io.syscr, 422597);
+        ck_assert_uint_eq(io.syscw, 6516500);
+        ck_assert_uint_eq(io.read_bytes, 42004480);
+        ck_assert_uint_eq(io.write_bytes, 507437056);
+        ck_assert_uint_eq(io.cancelled_write_bytes, 25559040);
+
+        /* Any order, and keys a later kernel may add. */
+        ck_assert_int_eq(proc_io_parse("future: 5\ncancelled_write_bytes: 0\nwrite_bytes: 2\nread_bytes: 1\n"
+                                       "syscw: 4\nsyscr: 3\nwchar: 6\nrchar: 7",
+                                       &io),
+                         0);
+        ck_assert_uint_eq(io.syscr, 3);
+        ck_assert_uint_eq(io.rchar, 7);
+
+        const char *bad[] = {
+                "",
+                "rchar: 1\n",                                                                 /* missing keys */
+                "rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 6\n", /* one missing */
+                "rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 6\ncancelled_write_bytes: x\n",
+                "rchar: 1\nrchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 6\n"
+                "cancelled_write_bytes: 0\n",                                                 /* twice */
+                "rchar 1\n",
+                "rchar: -1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 6\ncancelled_write_bytes: 0\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                ck_assert_msg(proc_io_parse(bad[i], &io) == -EBADMSG, "'%s' accepted", bad[i]);
+        ck_assert_uint_eq(io.syscr, 3); /* untouched on failure */
+
+        fake_root_new();
+        fake_file("proc/100/io", "rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 6\n"
+                                 "cancelled_write_bytes: 7\n");
+        _cleanup_free_ char *proc = strjoin(fake_root, "/proc");
+        ck_assert_int_eq(proc_pid_io(proc, 100, &io), 0);
+        ck_assert_uint_eq(io.cancelled_write_bytes, 7);
+        ck_assert_int_eq(proc_pid_io(proc, 101, &io), -ESRCH);
+        ck_assert_int_eq(proc_pid_io(proc, 0, &io), -EINVAL);
+
+        /* Our own: readable, and we have read this much at least (the test binary's files). */
+        ck_assert_int_eq(proc_pid_io("/proc", getpid(), &io), 0);
+        ck_assert_uint_gt(io.syscr, 0);
+}
+END_TEST
+
 TEST_SUITE("proc-util", test_stat_parse, test_kernel_thread, test_real_proc, test_cgroup_parse,
-           test_cgroup_parse_controller, test_start_time)
+           test_cgroup_parse_controller, test_start_time, test_io)
