@@ -1,0 +1,688 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * limiter-policy.h on synthetic sample sequences: a few processes whose behaviour is set per
+ * interval (CPU use, storage I/O, waits), cumulated into counters as the kernel would, sampled
+ * every MonitorIntervalSec= and fed to the policy; the decisions are applied the way the daemon
+ * will (the process's class changes) unless observe-only.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "alloc-util.h"
+#include "limiter-policy.h"
+#include "tests.h"
+
+#define MAX_PROCS 1000
+#define MB 1000000.0
+
+typedef struct Proc {
+        pid_t pid;
+        uint64_t start_time_ticks;
+        usec_t born;
+        bool alive;
+        LimiterClass class;
+        /* cumulative, as taskstats has them */
+        double cpu, io_bytes, io_count, cpu_delay, blkio_delay;
+        /* behaviour this interval: percent of a CPU, per second, percent of wall time */
+        double b_cpu, b_io_bytes, b_io_count, b_cpu_delay, b_blkio_delay;
+} Proc;
+
+typedef struct Sim {
+        LimiterPolicy *policy;
+        Proc procs[MAX_PROCS];
+        size_t n;
+        usec_t now;
+        bool delays;
+        LimiterPressure pressure;
+        LimiterDecision *d;
+        int n_d;
+} Sim;
+
+static Sim *sim_new(const LimiterParams *params) {
+        Sim *s = new0(Sim, 1);
+
+        ck_assert_ptr_nonnull(s);
+        ck_assert_int_eq(limiter_policy_new(params ?: &LIMITER_PARAMS_DEFAULT, &s->policy), 0);
+        s->now = 1000 * USEC_PER_SEC;
+        return s;
+}
+
+static void sim_free(Sim *s) {
+        limiter_policy_free(s->policy);
+        free(s->d);
+        free(s);
+}
+
+static Proc *sim_spawn(Sim *s, pid_t pid) {
+        Proc *p = &s->procs[s->n++];
+
+        *p = (Proc) {
+                .pid = pid,
+                .start_time_ticks = s->now / 10000, /* ticks of 10 ms */
+                .born = s->now,
+                .alive = true,
+        };
+        return p;
+}
+
+static void behave(Proc *p, double cpu, double io_bytes, double io_count, double cpu_delay, double blkio_delay) {
+        p->b_cpu = cpu;
+        p->b_io_bytes = io_bytes;
+        p->b_io_count = io_count;
+        p->b_cpu_delay = cpu_delay;
+        p->b_blkio_delay = blkio_delay;
+}
+
+static const LimiterDecision *decision(const Sim *s, pid_t pid) {
+        for (int i = 0; i < s->n_d; i++)
+                if (s->d[i].pid == pid)
+                        return &s->d[i];
+        return NULL;
+}
+
+/* Advances one interval, samples every live process, steps the policy, applies what it says. */
+static int sim_interval(Sim *s) {
+        usec_t dt = limiter_policy_get_params(s->policy)->interval_usec;
+        _cleanup_free_ LimiterSample *samples = new(LimiterSample, s->n);
+        size_t n = 0;
+
+        ck_assert_ptr_nonnull(samples);
+        s->now += dt;
+        for (size_t i = 0; i < s->n; i++) {
+                Proc *p = &s->procs[i];
+                double sec = (double) dt / USEC_PER_SEC;
+
+                if (!p->alive)
+                        continue;
+                p->cpu += p->b_cpu / 100.0 * (double) dt;
+                p->io_bytes += p->b_io_bytes * sec;
+                p->io_count += p->b_io_count * sec;
+                p->cpu_delay += p->b_cpu_delay / 100.0 * (double) dt;
+                p->blkio_delay += p->b_blkio_delay / 100.0 * (double) dt;
+                samples[n++] = (LimiterSample) {
+                        .pid = p->pid,
+                        .start_time_ticks = p->start_time_ticks,
+                        .timestamp_usec = s->now,
+                        .elapsed_usec = s->now - p->born,
+                        .cpu_usec = (usec_t) p->cpu,
+                        .io_bytes = (uint64_t) p->io_bytes,
+                        .io_count = (uint64_t) p->io_count,
+                        .have_delays = s->delays,
+                        .cpu_delay_usec = s->delays ? (usec_t) p->cpu_delay : 0,
+                        .blkio_delay_usec = s->delays ? (usec_t) p->blkio_delay : 0,
+                        .class = p->class,
+                };
+        }
+        s->d = mfree(s->d);
+        s->n_d = limiter_policy_step(s->policy, samples, n, &s->pressure, &s->d);
+        ck_assert_int_ge(s->n_d, 0);
+        for (int i = 0; i < s->n_d; i++) {
+                const LimiterDecision *d = &s->d[i];
+
+                if (getenv("TEST_LIMITER_DEBUG"))
+                        fprintf(stderr, "t=%" PRIu64 "s pid %i %s %s %s cpu %.1f%% io %.0f B/s\n",
+                                (s->now - 1000 * USEC_PER_SEC) / USEC_PER_SEC, (int) d->pid,
+                                limiter_action_to_string(d->action), limiter_class_to_string(d->class),
+                                limiter_reason_to_string(d->reason), d->cpu_percent, d->io_bytes_per_sec);
+                ck_assert_int_eq(d->applied, !limiter_policy_get_params(s->policy)->observe_only);
+                if (!d->applied)
+                        continue;
+                for (size_t j = 0; j < s->n; j++)
+                        if (s->procs[j].alive && s->procs[j].pid == d->pid &&
+                            s->procs[j].start_time_ticks == d->start_time_ticks)
+                                s->procs[j].class = d->class;
+        }
+        return s->n_d;
+}
+
+static void assert_decision(const Sim *s, pid_t pid, LimiterAction action, LimiterClass class, LimiterReason reason) {
+        const LimiterDecision *d = decision(s, pid);
+
+        ck_assert_msg(d, "no decision for %i", (int) pid);
+        ck_assert_msg(d->action == action && d->class == class && d->reason == reason,
+                      "pid %i: %s %s %s, expected %s %s %s", (int) pid, limiter_action_to_string(d->action),
+                      limiter_class_to_string(d->class), limiter_reason_to_string(d->reason),
+                      limiter_action_to_string(action), limiter_class_to_string(class),
+                      limiter_reason_to_string(reason));
+}
+
+static void assert_near(double actual, double expected) {
+        ck_assert_msg(fabs(actual - expected) <= 0.02 * fabs(expected) + 0.5, "%f, expected %f", actual, expected);
+}
+
+/* The common start: PID 100 computes all the time, PID 200 computes 40% of the time and does some
+ * I/O. Sampled once, the first is limited on suspicion (no delay accounting, no PSI). */
+static Sim *sim_cpu_hog_limited(const LimiterParams *params, Proc **ret_hog, Proc **ret_other) {
+        Sim *s = sim_new(params);
+        Proc *hog = sim_spawn(s, 100), *other = sim_spawn(s, 200);
+
+        behave(hog, 100, 0, 0, 0, 0);
+        behave(other, 40, 0, 5, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        ck_assert_int_eq(decision(s, 100)->applied, !(params && params->observe_only));
+        *ret_hog = hog;
+        *ret_other = other;
+        return s;
+}
+
+/* §4, §5.1.2: a process computing all the time starves one that alternates; it is limited, the
+ * other's CPU use grows, the limit stays; when the other stops wanting the CPU, it comes off. */
+START_TEST(test_cpu_hog_confirmed) {
+        Sim *s = sim_new(NULL);
+        Proc *hog = sim_spawn(s, 100), *victim = sim_spawn(s, 200);
+
+        behave(hog, 100, 0, 0, 0, 0);
+        behave(victim, 40, 0, 5, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        const LimiterDecision *d = decision(s, 100);
+        assert_near(d->cpu_percent, 100);
+        assert_near(d->cpu_percent_lifetime, 100);
+        ck_assert_uint_eq(d->before.n, 1);
+        assert_near(d->before.cpu_percent, 40);
+        ck_assert(isnan(d->before.cpu_delay_percent)); /* no delay accounting */
+        ck_assert(isnan(d->before.psi_some_avg10));
+        ck_assert_int_eq(hog->class, LIMITER_CPU_LIMITED);
+
+        /* cpu.weight 1: the other gets nearly all it wants. */
+        behave(hog, 60, 0, 0, 0, 0);
+        behave(victim, 90, 0, 5, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_KEEP, LIMITER_CPU_LIMITED, LIMITER_REASON_IMPROVED);
+        d = decision(s, 100);
+        assert_near(d->before.cpu_percent, 40);
+        assert_near(d->after.cpu_percent, 90);
+        ck_assert_uint_eq(d->limited_usec, 3 * USEC_PER_SEC);
+
+        /* Nothing to say while it lasts. */
+        for (int i = 0; i < 5; i++)
+                ck_assert_int_eq(sim_interval(s), 0);
+        ck_assert_int_eq(hog->class, LIMITER_CPU_LIMITED);
+
+        /* The other sleeps now: nobody to protect. */
+        behave(hog, 100, 0, 0, 0, 0);
+        behave(victim, 0, 0, 0, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_CONTENTION_ENDED);
+        d = decision(s, 100);
+        assert_near(d->after.cpu_percent, 0);
+        ck_assert_uint_eq(d->limited_usec, 21 * USEC_PER_SEC);
+        ck_assert_int_eq(hog->class, LIMITER_UNLIMITED);
+
+        /* And it is not limited again while the other sleeps. */
+        for (int i = 0; i < 5; i++)
+                ck_assert_int_eq(sim_interval(s), 0);
+        sim_free(s);
+}
+END_TEST
+
+/* §4 Fig. 5, §5.1.1: a writer hogs the disk; limited to 5 MB/s the other's CPU use goes up; when
+ * the writer stops writing, its limit is lifted. */
+START_TEST(test_io_hog_released_at_io_zero) {
+        Sim *s = sim_new(NULL);
+        Proc *dd = sim_spawn(s, 100), *other = sim_spawn(s, 200);
+
+        behave(dd, 10, 50 * MB, 50, 0, 0);
+        behave(other, 20, 1 * MB, 10, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
+        const LimiterDecision *d = decision(s, 100);
+        assert_near(d->io_bytes_per_sec, 50 * MB);
+        assert_near(d->before.io_bytes_per_sec, 1 * MB);
+
+        behave(dd, 2, 5 * MB, 5, 0, 0);
+        behave(other, 70, 4 * MB, 40, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_KEEP, LIMITER_IO_LIMITED, LIMITER_REASON_IMPROVED);
+        assert_near(decision(s, 100)->after.io_count_per_sec, 40);
+
+        ck_assert_int_eq(sim_interval(s), 0);
+
+        behave(dd, 1, 0, 0, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_IO_COUNT_ZERO);
+        d = decision(s, 100);
+        assert_near(d->io_bytes_per_sec_interval, 0);
+        ck_assert_int_eq(dd->class, LIMITER_UNLIMITED);
+        sim_free(s);
+}
+END_TEST
+
+/* A limit that does not help comes off after the window, and is not tried again for the hold-off. */
+START_TEST(test_no_improvement) {
+        Proc *hog, *other;
+        Sim *s = sim_cpu_hog_limited(NULL, &hog, &other);
+        const LimiterDecision *d;
+        int i;
+
+
+        /* The other's work does not change: the two did not compete. Three intervals (9 s) are still
+         * within the window; the fourth (12 s) is past it. */
+        behave(hog, 95, 0, 0, 0, 0);
+        for (i = 0; i < 3; i++)
+                ck_assert_int_eq(sim_interval(s), 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_NO_IMPROVEMENT);
+        d = decision(s, 100);
+        ck_assert_uint_eq(d->limited_usec, 12 * USEC_PER_SEC);
+        assert_near(d->before.cpu_percent, 40);
+        assert_near(d->after.cpu_percent, 40);
+
+        /* Hold-off 30 s: nine intervals (27 s) quiet, the tenth (30 s) tries again. */
+        for (i = 0; i < 9; i++)
+                ck_assert_int_eq(sim_interval(s), 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        sim_free(s);
+}
+END_TEST
+
+/* With delay accounting, the others' wait decides: a limit where they wait, none where they do not
+ * (the paper would have tried), and confirmation when their wait shrinks. */
+START_TEST(test_direct_signal) {
+        Sim *s = sim_new(NULL);
+        Proc *hog = sim_spawn(s, 100), *other = sim_spawn(s, 200);
+
+        s->delays = true;
+        behave(hog, 100, 0, 0, 0, 0);
+        behave(other, 40, 0, 0, 0, 0); /* it gets what it wants: there are two CPUs */
+        for (int i = 0; i < 5; i++)
+                ck_assert_int_eq(sim_interval(s), 0);
+
+        /* Now it waits 600 ms of every second: 3 s of that in the window (10-13 s) is over 10%. */
+        behave(other, 40, 0, 0, 60, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        const LimiterDecision *d = decision(s, 100);
+        ck_assert_msg(d->before.cpu_delay_percent >= 10 && d->before.cpu_delay_percent <= 18, "%f",
+                      d->before.cpu_delay_percent);
+        assert_near(d->after.cpu_delay_percent, 60);
+        assert_near(d->before.blkio_delay_percent, 0);
+        sim_free(s);
+}
+END_TEST
+
+START_TEST(test_direct_signal_limit_and_confirm) {
+        Sim *s = sim_new(NULL);
+        Proc *hog = sim_spawn(s, 100), *other = sim_spawn(s, 200);
+
+        s->delays = true;
+        behave(hog, 100, 0, 0, 0, 0);
+        behave(other, 40, 0, 0, 60, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        assert_near(decision(s, 100)->before.cpu_delay_percent, 60);
+
+        /* Its wait shrinks but it does no more work (it was waiting for something else too). */
+        behave(hog, 60, 0, 0, 0, 0);
+        behave(other, 40, 0, 0, 5, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_KEEP, LIMITER_CPU_LIMITED, LIMITER_REASON_IMPROVED);
+        assert_near(decision(s, 100)->after.cpu_delay_percent, 5);
+        sim_free(s);
+}
+END_TEST
+
+/* The slice's PSI as the signal: pressure, a limit; no pressure, none. */
+START_TEST(test_psi_signal) {
+        Sim *s = sim_new(NULL);
+        Proc *hog = sim_spawn(s, 100), *other = sim_spawn(s, 200);
+
+        s->pressure = (LimiterPressure) { .valid = true, .cpu_some_avg10 = 0.5, .io_some_avg10 = 0 };
+        behave(hog, 100, 0, 0, 0, 0);
+        behave(other, 40, 0, 0, 0, 0);
+        for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(sim_interval(s), 0);
+
+        s->pressure.cpu_some_avg10 = 35.0;
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        assert_near(decision(s, 100)->before.psi_some_avg10, 35.0);
+
+        /* Pressure falls by more than 10%: confirmed, although the other does no more work. */
+        s->pressure.cpu_some_avg10 = 12.0;
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_KEEP, LIMITER_CPU_LIMITED, LIMITER_REASON_IMPROVED);
+        assert_near(decision(s, 100)->after.psi_some_avg10, 12.0);
+        sim_free(s);
+}
+END_TEST
+
+/* A hog alone has nobody to starve: no limit, with or without delay accounting. */
+START_TEST(test_alone) {
+        Sim *s = sim_new(NULL);
+        Proc *hog = sim_spawn(s, 100), *idle = sim_spawn(s, 200);
+
+        behave(hog, 100, 80 * MB, 100, 0, 0);
+        behave(idle, 0, 0, 0, 0, 0);
+        for (int i = 0; i < 10; i++)
+                ck_assert_int_eq(sim_interval(s), 0);
+        sim_free(s);
+}
+END_TEST
+
+/* A limited process that turns to other work is released: CPU-limited and now writing, CPU-limited
+ * and now sleeping, I/O-limited and now computing. */
+START_TEST(test_class_changed) {
+        Proc *hog, *other;
+        Sim *s = sim_cpu_hog_limited(NULL, &hog, &other);
+
+        behave(other, 90, 0, 5, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_KEEP, LIMITER_CPU_LIMITED, LIMITER_REASON_IMPROVED);
+
+        behave(hog, 5, 40 * MB, 40, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_CLASS_CHANGED);
+        assert_near(decision(s, 100)->io_bytes_per_sec_interval, 40 * MB);
+
+        /* Again, and this time it goes to sleep. */
+        behave(hog, 100, 0, 0, 0, 0);
+        behave(other, 40, 0, 5, 0, 0);
+        for (int i = 0; i < 4 && decision(s, 100)->action != LIMITER_LIMIT; i++)
+                (void) sim_interval(s);
+        ck_assert_int_eq(hog->class, LIMITER_CPU_LIMITED);
+        behave(hog, 2, 0, 0, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_CLASS_CHANGED);
+
+        /* An I/O hog that starts to compute. */
+        Proc *dd = sim_spawn(s, 300);
+        behave(hog, 0, 0, 0, 0, 0);
+        behave(dd, 5, 60 * MB, 60, 0, 0);
+        behave(other, 20, 1 * MB, 10, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 300, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
+        behave(dd, 95, 1 * MB, 1, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 300, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_CLASS_CHANGED);
+        sim_free(s);
+}
+END_TEST
+
+/* A PID reused by another process (another start time) is a new process: it does not inherit the
+ * limit, the hold-off or the pending confirmation, and is released if it turns up in a limited
+ * cgroup (a forked child does too). */
+START_TEST(test_pid_reuse) {
+        Proc *hog, *other;
+        Sim *s = sim_cpu_hog_limited(NULL, &hog, &other);
+        LimiterClass c;
+
+        uint64_t old_start = hog->start_time_ticks;
+        ck_assert_int_eq(limiter_policy_get_class(s->policy, 100, old_start, &c), 0);
+        ck_assert_int_eq(c, LIMITER_CPU_LIMITED);
+
+        /* It exits; PID 100 goes to a new process, which the daemon finds in cpu-limited (the
+         * cgroup of its parent, say). */
+        hog->alive = false;
+        Proc *reuse = sim_spawn(s, 100);
+        reuse->class = LIMITER_CPU_LIMITED;
+        ck_assert_uint_ne(reuse->start_time_ticks, old_start);
+        behave(reuse, 100, 0, 0, 0, 0);
+        behave(other, 90, 0, 5, 0, 0); /* the other improves, but not thanks to the new process */
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_NOT_LIMITED_BY_POLICY);
+        ck_assert_uint_eq(decision(s, 100)->start_time_ticks, reuse->start_time_ticks);
+        ck_assert_int_eq(limiter_policy_get_class(s->policy, 100, old_start, &c), -ESRCH);
+        ck_assert_int_eq(limiter_policy_get_class(s->policy, 100, reuse->start_time_ticks, &c), 0);
+        ck_assert_int_eq(c, LIMITER_UNLIMITED);
+        ck_assert_int_eq(reuse->class, LIMITER_UNLIMITED);
+
+        /* It is a hog in its own right and the other is busy: judged afresh (one interval of
+         * history is its lifetime), limited, never confirmed by the old limit. */
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        sim_free(s);
+}
+END_TEST
+
+START_TEST(test_pid_reuse_no_holdoff) {
+        Sim *s = sim_new(NULL);
+        Proc *hog = sim_spawn(s, 100), *other = sim_spawn(s, 200);
+
+        behave(hog, 100, 0, 0, 0, 0);
+        behave(other, 40, 0, 5, 0, 0);
+        for (int i = 0; i < 5; i++)
+                (void) sim_interval(s);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_NO_IMPROVEMENT);
+
+        /* The old process is in its hold-off; a new one with its PID is not. */
+        hog->alive = false;
+        Proc *reuse = sim_spawn(s, 100);
+        behave(reuse, 100, 0, 0, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        sim_free(s);
+}
+END_TEST
+
+/* Observe-only: the same decisions, marked not applied; nothing moves, and the policy keeps what it
+ * would have done to itself rather than re-deciding it every interval. */
+START_TEST(test_observe_only) {
+        LimiterParams params = LIMITER_PARAMS_DEFAULT;
+        LimiterClass c;
+
+        Proc *hog, *other;
+
+        params.observe_only = true;
+        Sim *s = sim_cpu_hog_limited(&params, &hog, &other);
+        ck_assert_int_eq(hog->class, LIMITER_UNLIMITED);
+        ck_assert_int_eq(limiter_policy_get_class(s->policy, 100, hog->start_time_ticks, &c), 0);
+        ck_assert_int_eq(c, LIMITER_CPU_LIMITED);
+
+        /* Nothing changed for real, so nothing improves: released after the window. */
+        ck_assert_int_eq(sim_interval(s), 0);
+        ck_assert_int_eq(sim_interval(s), 0);
+        ck_assert_int_eq(sim_interval(s), 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_NO_IMPROVEMENT);
+        ck_assert(!decision(s, 100)->applied);
+        sim_free(s);
+}
+END_TEST
+
+/* Restart: the new instance adopts the limits it finds and does not release them. */
+START_TEST(test_adopt) {
+        Sim *s = sim_new(NULL);
+        Proc *hog = sim_spawn(s, 100), *other = sim_spawn(s, 200);
+
+        hog->class = LIMITER_CPU_LIMITED;
+        ck_assert_int_eq(limiter_policy_adopt(s->policy, 100, hog->start_time_ticks, LIMITER_UNLIMITED), -EINVAL);
+        ck_assert_int_eq(limiter_policy_adopt(s->policy, 0, 1, LIMITER_CPU_LIMITED), -EINVAL);
+        ck_assert_int_eq(limiter_policy_adopt(s->policy, 100, hog->start_time_ticks, LIMITER_CPU_LIMITED), 0);
+        ck_assert_uint_eq(limiter_policy_n_processes(s->policy), 1);
+
+        behave(hog, 60, 0, 0, 0, 0);
+        behave(other, 90, 0, 5, 0, 0);
+        for (int i = 0; i < 4; i++)
+                ck_assert_int_eq(sim_interval(s), 0);
+        ck_assert_uint_eq(limiter_policy_n_processes(s->policy), 2);
+
+        behave(other, 0, 0, 0, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_CONTENTION_ENDED);
+        sim_free(s);
+}
+END_TEST
+
+/* The daemon could not move the process (or someone moved it back): the policy accepts that. */
+START_TEST(test_move_failed) {
+        Proc *hog, *other;
+        Sim *s = sim_cpu_hog_limited(NULL, &hog, &other);
+        LimiterClass c;
+
+        hog->class = LIMITER_UNLIMITED; /* undo */
+        behave(other, 90, 0, 5, 0, 0);
+        /* No confirmation of a limit that is not there; the hog is judged again from scratch. */
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        ck_assert_int_eq(limiter_policy_get_class(s->policy, 100, hog->start_time_ticks, &c), 0);
+        ck_assert_int_eq(c, LIMITER_CPU_LIMITED);
+        sim_free(s);
+}
+END_TEST
+
+/* The window: a process that idled for a long time and starts computing is a hog once the history
+ * covers the window, although its lifetime average (the paper's eq. 3) is low. */
+START_TEST(test_window) {
+        Sim *s = sim_new(NULL);
+        Proc *late = sim_spawn(s, 100), *other = sim_spawn(s, 200);
+        const LimiterDecision *d = NULL;
+        int i;
+
+        behave(late, 0, 0, 0, 0, 0);
+        behave(other, 40, 0, 5, 0, 0);
+        for (i = 0; i < 30; i++) /* 90 s */
+                ck_assert_int_eq(sim_interval(s), 0);
+        behave(late, 100, 0, 0, 0, 0);
+        for (i = 0; i < 5 && !(d = decision(s, 100)); i++)
+                (void) sim_interval(s);
+        ck_assert_ptr_nonnull(d);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        /* Over 12 s (the newest point at least 10 s old) of which 9 s were busy... or all 12. */
+        ck_assert_msg(d->cpu_percent >= 50 && d->cpu_percent <= 100.5, "%f", d->cpu_percent);
+        ck_assert_msg(d->cpu_percent_lifetime < 30, "%f", d->cpu_percent_lifetime);
+        assert_near(d->cpu_percent_interval, 100);
+        sim_free(s);
+}
+END_TEST
+
+START_TEST(test_bad_input) {
+        _cleanup_(limiter_policy_freep) LimiterPolicy *p = NULL;
+        LimiterDecision *d = NULL;
+        LimiterParams params = LIMITER_PARAMS_DEFAULT;
+        LimiterSample s[2] = {
+                { .pid = 1, .start_time_ticks = 5, .timestamp_usec = 10 * USEC_PER_SEC, .elapsed_usec = USEC_PER_SEC },
+                { .pid = 1, .start_time_ticks = 5, .timestamp_usec = 10 * USEC_PER_SEC, .elapsed_usec = USEC_PER_SEC },
+        };
+
+        ck_assert_int_eq(limiter_policy_new(&params, &p), 0);
+        ck_assert_int_eq(limiter_policy_step(p, s, 2, NULL, &d), -EINVAL); /* one PID twice */
+        ck_assert_uint_eq(limiter_policy_n_processes(p), 0);
+        ck_assert_int_eq(limiter_policy_step(p, s, 1, NULL, &d), 0);
+        ck_assert_ptr_null(d);
+        ck_assert_uint_eq(limiter_policy_n_processes(p), 1);
+        s[0].timestamp_usec -= 1; /* back in time */
+        ck_assert_int_eq(limiter_policy_step(p, s, 1, NULL, &d), -EINVAL);
+        ck_assert_uint_eq(limiter_policy_n_processes(p), 1);
+        s[0].timestamp_usec += 1;
+        s[0].class = _LIMITER_CLASS_MAX;
+        ck_assert_int_eq(limiter_policy_step(p, s, 1, NULL, &d), -EINVAL);
+        s[0].class = LIMITER_UNLIMITED;
+        s[0].pid = 0;
+        ck_assert_int_eq(limiter_policy_step(p, s, 1, NULL, &d), -EINVAL);
+        /* No samples: everything is forgotten. */
+        ck_assert_int_eq(limiter_policy_step(p, NULL, 0, NULL, &d), 0);
+        ck_assert_uint_eq(limiter_policy_n_processes(p), 0);
+
+        ck_assert_int_eq(limiter_params_validate(&params), 0);
+        params.interval_usec = 0;
+        ck_assert_int_eq(limiter_params_validate(&params), -EINVAL);
+        params = LIMITER_PARAMS_DEFAULT;
+        params.window_usec = USEC_PER_SEC; /* shorter than the interval */
+        ck_assert_int_eq(limiter_params_validate(&params), -EINVAL);
+        params = LIMITER_PARAMS_DEFAULT;
+        params.window_usec = 15 * params.interval_usec; /* more than the history holds */
+        ck_assert_int_eq(limiter_params_validate(&params), -EINVAL);
+        params.window_usec = 14 * params.interval_usec;
+        ck_assert_int_eq(limiter_params_validate(&params), 0);
+        params = LIMITER_PARAMS_DEFAULT;
+        params.cpu_hog_percent = NAN;
+        ck_assert_int_eq(limiter_params_validate(&params), -EINVAL);
+        params = LIMITER_PARAMS_DEFAULT;
+        params.improvement_percent = -1;
+        ck_assert_int_eq(limiter_params_validate(&params), -EINVAL);
+        params = LIMITER_PARAMS_DEFAULT;
+        params.cpu_limit_weight = 0;
+        ck_assert_int_eq(limiter_params_validate(&params), -EINVAL);
+        params.cpu_limit_weight = 10001;
+        ck_assert_int_eq(limiter_params_validate(&params), -EINVAL);
+        ck_assert_int_eq(limiter_policy_set_params(p, &params), -EINVAL);
+        ck_assert_uint_eq(limiter_policy_get_params(p)->cpu_limit_weight, 1);
+        params.cpu_limit_weight = 2;
+        ck_assert_int_eq(limiter_policy_set_params(p, &params), 0);
+        ck_assert_uint_eq(limiter_policy_get_params(p)->cpu_limit_weight, 2);
+        ck_assert_ptr_null(limiter_policy_free(NULL));
+}
+END_TEST
+
+START_TEST(test_defaults_and_strings) {
+        const LimiterParams p = LIMITER_PARAMS_DEFAULT;
+
+        /* The paper's numbers. */
+        ck_assert_uint_eq(p.interval_usec, 3 * USEC_PER_SEC);
+        ck_assert_uint_eq(p.window_usec, 10 * USEC_PER_SEC);
+        ck_assert_uint_eq(p.io_limit_bytes_per_sec, 5000000);
+        ck_assert_uint_eq(p.cpu_limit_weight, 1);
+        ck_assert(!p.observe_only);
+
+        for (LimiterClass c = 0; c < _LIMITER_CLASS_MAX; c++)
+                ck_assert_int_eq(limiter_class_from_string(limiter_class_to_string(c)), c);
+        ck_assert_str_eq(limiter_class_to_string(LIMITER_IO_LIMITED), "io-limited");
+        ck_assert_int_eq(limiter_class_from_string("limited"), _LIMITER_CLASS_INVALID);
+        ck_assert_int_eq(limiter_class_from_string(NULL), _LIMITER_CLASS_INVALID);
+        ck_assert_ptr_null(limiter_class_to_string(_LIMITER_CLASS_MAX));
+        ck_assert_ptr_null(limiter_class_to_string(-1));
+        for (LimiterReason r = 0; r < _LIMITER_REASON_MAX; r++)
+                ck_assert_ptr_nonnull(limiter_reason_to_string(r));
+        ck_assert_str_eq(limiter_reason_to_string(LIMITER_REASON_NO_IMPROVEMENT), "confirmed-no-improvement");
+        ck_assert_str_eq(limiter_reason_to_string(LIMITER_REASON_IO_COUNT_ZERO), "io-count-dropped-to-0");
+        ck_assert_str_eq(limiter_reason_to_string(LIMITER_REASON_CONTENTION_ENDED), "contention-ended");
+        ck_assert_str_eq(limiter_reason_to_string(LIMITER_REASON_CLASS_CHANGED), "class-changed");
+        ck_assert_ptr_null(limiter_reason_to_string(_LIMITER_REASON_MAX));
+        for (LimiterAction a = 0; a < _LIMITER_ACTION_MAX; a++)
+                ck_assert_ptr_nonnull(limiter_action_to_string(a));
+}
+END_TEST
+
+/* 1000 processes per interval, a few hogs among them: a step must stay cheap. */
+START_TEST(test_thousand_processes) {
+        Sim *s = sim_new(NULL);
+        struct timespec a, b;
+        usec_t total = 0, worst = 0;
+        unsigned limits = 0;
+        const int steps = 50;
+
+        for (int i = 0; i < MAX_PROCS; i++) {
+                Proc *p = sim_spawn(s, 1000 + 7 * i);
+
+                if (i % 100 == 0)
+                        behave(p, 100, 0, 0, 0, 0);
+                else
+                        behave(p, 1, 10000, 2, 0, 0);
+        }
+        /* Shuffled order: the policy sorts. */
+        for (int i = 0; i < MAX_PROCS; i += 2) {
+                Proc t = s->procs[i];
+                s->procs[i] = s->procs[MAX_PROCS - 1 - i];
+                s->procs[MAX_PROCS - 1 - i] = t;
+        }
+        for (int i = 0; i < steps; i++) {
+                ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &a), 0);
+                (void) sim_interval(s);
+                ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &b), 0);
+                usec_t t = timespec_load(&b) - timespec_load(&a);
+                total += t;
+                worst = MAX(worst, t);
+                for (int j = 0; j < s->n_d; j++)
+                        limits += s->d[j].action == LIMITER_LIMIT;
+        }
+        printf("# 1000 processes: %" PRIu64 " us per interval on average, %" PRIu64 " us at worst "
+               "(sampling simulation included), %u limits\n",
+               total / steps, worst, limits);
+        ck_assert_uint_eq(limiter_policy_n_processes(s->policy), MAX_PROCS);
+        ck_assert_uint_ge(limits, 1);
+        /* The interval is 3 s; the policy may take a three-hundredth of it on average even under
+         * ASan, on a machine shared with others' builds. */
+        ck_assert_uint_lt(total / steps, 10 * USEC_PER_MSEC);
+        sim_free(s);
+}
+END_TEST
+
+TEST_SUITE("limiter-policy", test_cpu_hog_confirmed, test_io_hog_released_at_io_zero, test_no_improvement,
+           test_direct_signal, test_direct_signal_limit_and_confirm, test_psi_signal, test_alone,
+           test_class_changed, test_pid_reuse, test_pid_reuse_no_holdoff, test_observe_only, test_adopt,
+           test_move_failed, test_window, test_bad_input, test_defaults_and_strings, test_thousand_processes)
