@@ -38,7 +38,7 @@ struct Taskstats {
 };
 
 typedef struct ParseState {
-        Taskstats *t;
+        bool delay_accounting;
         /* queries: the one sample asked for */
         TaskstatsSample *sample;
         bool found;
@@ -125,7 +125,7 @@ static int family_cb(const struct nlmsghdr *nlh, void *data) {
 static int resolve_family(Taskstats *t) {
         char buf[MNL_SOCKET_BUFFER_SIZE];
         struct nlmsghdr *nlh;
-        ParseState ps = { .t = t };
+        ParseState ps = {};
         int r;
 
         nlh = put_request(t, buf, GENL_ID_CTRL, NLM_F_ACK, CTRL_CMD_GETFAMILY, 1);
@@ -141,7 +141,7 @@ static int resolve_family(Taskstats *t) {
 
 #define HAS_FIELD(len, field) ((len) >= offsetof(struct taskstats, field) + sizeof(((struct taskstats *) 0)->field))
 
-static void sample_from_stats(const Taskstats *t, const void *payload, size_t len, TaskstatsSample *s) {
+static void sample_from_stats(bool delay_accounting, const void *payload, size_t len, TaskstatsSample *s) {
         struct taskstats ts = {};
 
         memcpy(&ts, payload, MIN(len, sizeof(ts)));
@@ -175,7 +175,7 @@ static void sample_from_stats(const Taskstats *t, const void *payload, size_t le
 
         /* The kernel hands out what it has; with accounting off the numbers stand still, which a
          * policy would read as "nobody waits". Say "unknown" instead. */
-        if (t->delay_accounting) {
+        if (delay_accounting) {
                 s->have_delays = true;
                 s->cpu_count = ts.cpu_count;
                 s->cpu_delay_usec = ts.cpu_delay_total / NSEC_PER_USEC;
@@ -185,7 +185,7 @@ static void sample_from_stats(const Taskstats *t, const void *payload, size_t le
 }
 
 typedef struct AggrState {
-        const Taskstats *t;
+        bool delay_accounting;
         TaskstatsSample *s;
         bool have_id, have_stats;
 } AggrState;
@@ -207,7 +207,7 @@ static int aggr_attr_cb(const struct nlattr *a, void *data) {
                         errno = EBADMSG;
                         return MNL_CB_ERROR;
                 }
-                sample_from_stats(as->t, mnl_attr_get_payload(a), mnl_attr_get_payload_len(a), as->s);
+                sample_from_stats(as->delay_accounting, mnl_attr_get_payload(a), mnl_attr_get_payload_len(a), as->s);
                 as->have_stats = true;
                 break;
         }
@@ -227,7 +227,7 @@ static int stats_attr_cb(const struct nlattr *a, void *data) {
                 .kind = type == TASKSTATS_TYPE_AGGR_PID ? TASKSTATS_TASK : TASKSTATS_THREAD_GROUP,
                 .timestamp_usec = now(CLOCK_MONOTONIC),
         };
-        AggrState as = { .t = ps->t, .s = target };
+        AggrState as = { .delay_accounting = ps->delay_accounting, .s = target };
         if (mnl_attr_parse_nested(a, aggr_attr_cb, &as) < 0)
                 return MNL_CB_ERROR;
         if (!as.have_id || !as.have_stats) {
@@ -314,7 +314,7 @@ int taskstats_new(const char *proc, Taskstats **ret) {
 static int exit_register(Taskstats *t, struct mnl_socket *nl, int attr, const char *cpumask) {
         char buf[MNL_SOCKET_BUFFER_SIZE];
         struct nlmsghdr *nlh;
-        ParseState ps = { .t = t };
+        ParseState ps = {};
 
         nlh = put_request(t, buf, t->family, NLM_F_ACK, TASKSTATS_CMD_GET, TASKSTATS_GENL_VERSION);
         mnl_attr_put_strz(nlh, attr, cpumask);
@@ -367,7 +367,7 @@ static int query(Taskstats *t, int attr, pid_t pid, bool with_proc_io, Taskstats
         char buf[MNL_SOCKET_BUFFER_SIZE];
         struct nlmsghdr *nlh;
         TaskstatsSample s;
-        ParseState ps = { .t = t, .sample = &s };
+        ParseState ps = { .delay_accounting = t->delay_accounting, .sample = &s };
         ProcStat st;
         uint64_t after;
         int r;
@@ -481,8 +481,9 @@ int taskstats_exit_fd(Taskstats *t) {
 
 int taskstats_drain_exits(Taskstats *t, taskstats_exit_handler_t handler, void *userdata) {
         char buf[MNL_SOCKET_BUFFER_SIZE];
-        ParseState ps = { .t = t, .handler = handler, .userdata = userdata };
+        unsigned n_records = 0;
         bool lost = false;
+        int r;
 
         if (!t->exit_nl)
                 return -EBADF;
@@ -504,9 +505,20 @@ int taskstats_drain_exits(Taskstats *t, taskstats_exit_handler_t handler, void *
                 }
                 /* Unsolicited: sequence number and port 0 match anything. A broken record is
                  * skipped, not allowed to stop the ones after it. */
-                (void) mnl_cb_run(buf, n, 0, 0, stats_cb, &ps);
+                r = taskstats_parse_exits(buf, n, t->delay_accounting, handler, userdata);
+                if (r > 0)
+                        n_records += r;
         }
-        return lost ? -ENOBUFS : (int) ps.n_records;
+        return lost ? -ENOBUFS : (int) n_records;
+}
+
+int taskstats_parse_exits(const void *buf, size_t size, bool delay_accounting, taskstats_exit_handler_t handler,
+                          void *userdata) {
+        ParseState ps = { .delay_accounting = delay_accounting, .handler = handler, .userdata = userdata };
+
+        if (mnl_cb_run(buf, size, 0, 0, stats_cb, &ps) < 0)
+                return errno > 0 ? -errno : -EBADMSG;
+        return (int) ps.n_records;
 }
 
 uint64_t taskstats_exits_lost(const Taskstats *t) {

@@ -137,6 +137,13 @@ typedef void (*taskstats_exit_handler_t)(const TaskstatsSample *sample, void *us
  */
 int taskstats_drain_exits(Taskstats *t, taskstats_exit_handler_t handler, void *userdata);
 uint64_t taskstats_exits_lost(const Taskstats *t);
+/*
+ * The parser under taskstats_drain_exits(), for one datagram of the exit socket (exposed for the
+ * unit tests): calls handler per record; the number of records, or -EBADMSG (or what the netlink
+ * layer says) for a malformed one, after the records before it were delivered.
+ */
+int taskstats_parse_exits(const void *buf, size_t size, bool delay_accounting, taskstats_exit_handler_t handler,
+                          void *userdata);
 
 /*
  * Whether an exit record's estimated start time fits a start time read from /proc/<pid>/stat
