@@ -9,6 +9,14 @@
 /* Closes fd if valid, keeps errno, returns -EBADF so that "fd = safe_close(fd);" resets it. */
 int safe_close(int fd);
 
+/*
+ * A DIR stream over the directory dir_fd refers to, read from its start, leaving dir_fd itself open
+ * (the stream owns a duplicate): for walking a directory the caller keeps a descriptor of.
+ */
+int opendir_fd(int dir_fd, DIR **ret);
+/* A DIR stream over the directory name below dir_fd, not following a symlink there. */
+int opendirat(int dir_fd, const char *name, DIR **ret);
+
 static inline void closep(int *fd) {
         (void) safe_close(*fd);
 }

@@ -41,19 +41,11 @@ static int rm_rf_entry(int dir_fd, const char *name, dev_t dev) {
 static int rm_rf_children_dev(int dir_fd, dev_t dev) {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
-        int fd, ret = 0;
+        int ret;
 
-        /* closedir() closes the fd it was made from: hand it a duplicate. */
-        fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
-        /* The duplicate shares the file offset with dir_fd, which may have been read before. */
-        rewinddir(d);
+        ret = opendir_fd(dir_fd, &d);
+        if (ret < 0)
+                return ret;
 
         while ((errno = 0, de = readdir(d))) {
                 int r;

@@ -147,16 +147,11 @@ static int scan(ImagefsCache *c) {
                 struct timespec mtime;
         } *found = NULL;
         size_t n_found = 0, allocated = 0;
-        int fd, r = 0;
+        int r = 0;
 
-        fd = openat(c->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
+        r = opendir_fd(c->dir_fd, &d);
+        if (r < 0)
+                return r;
         while ((errno = 0, de = readdir(d))) {
                 struct stat st;
                 Digest digest;

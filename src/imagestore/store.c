@@ -185,35 +185,23 @@ int store_list(Store *s, StoreKind kind, Digest **ret, size_t *ret_n) {
         _cleanup_free_ Digest *list = NULL;
         size_t n = 0, allocated = 0;
         struct dirent *de;
-        int fd;
+        int r;
 
         if (kind < 0 || kind >= _STORE_KIND_MAX)
                 return -EINVAL;
-        fd = fcntl(s->kind_fd[kind], F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return -errno;
-        top = fdopendir(fd);
-        if (!top) {
-                safe_close(fd);
-                return -errno;
-        }
-        rewinddir(top);
+        r = opendir_fd(s->kind_fd[kind], &top);
+        if (r < 0)
+                return r;
 
         while ((errno = 0, de = readdir(top))) {
                 _cleanup_closedir_ DIR *sub = NULL;
                 struct dirent *e;
-                int sub_fd;
 
                 if (strlen(de->d_name) != 2 || de->d_name[0] == '.')
                         continue;
-                sub_fd = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (sub_fd < 0)
-                        return -errno;
-                sub = fdopendir(sub_fd);
-                if (!sub) {
-                        safe_close(sub_fd);
-                        return -errno;
-                }
+                r = opendirat(dirfd(top), de->d_name, &sub);
+                if (r < 0)
+                        return r;
                 while ((errno = 0, e = readdir(sub))) {
                         Digest d;
 
