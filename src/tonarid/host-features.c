@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc-util.h"
 #include "host-features.h"
+#include "fd-util.h"
 #include "fileio.h"
 #include "parse-util.h"
 #include "path-util.h"
@@ -21,6 +23,7 @@ static const char *const feature_table[_FEATURE_MAX] = {
         [FEATURE_NUMA] = "numa",           [FEATURE_PAGE_IDLE] = "page-idle", [FEATURE_PSI] = "psi",
         [FEATURE_SLICES] = "slices",
         [FEATURE_CPU_BORROWING] = "cpu-borrowing",
+        [FEATURE_KERNEL_BORROWING] = "kernel-borrowing",
 };
 
 const char *feature_to_string(FeatureId id) {
@@ -118,6 +121,55 @@ static int detect_numa(const char *root, Features *f) {
         return features_set(f, FEATURE_NUMA, true, "%u nodes online (%s)", f->numa_nodes, list);
 }
 
+/*
+ * cpu.cfs_borrowing_us, and cpu.cfs_charge_procs with it, come from tonari's kernel patches
+ * (kernel/patches). They exist in every non-root cgroup with the cpu controller, so the top-level
+ * cgroups (init.scope, system.slice, ...) are where to look.
+ */
+static int detect_kernel_borrowing(const char *root, Features *f) {
+        _cleanup_free_ char *top = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        struct stat st;
+
+        if (f->cgroup_mode != CGROUP_MODE_UNIFIED)
+                return features_set(f, FEATURE_KERNEL_BORROWING, false,
+                                    "needs the unified cgroup hierarchy (cgroup v2 cpu controller)");
+        top = path_join(root, "sys/fs/cgroup");
+        if (!top)
+                return -ENOMEM;
+        d = opendir(top);
+        if (!d)
+                return -errno;
+        while ((errno = 0, de = readdir(d))) {
+                _cleanup_free_ char *borrowing = NULL, *charge = NULL;
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                borrowing = path_join(de->d_name, "cpu.cfs_borrowing_us");
+                charge = path_join(de->d_name, "cpu.cfs_charge_procs");
+                if (!borrowing || !charge)
+                        return -ENOMEM;
+                if (fstatat(dirfd(d), borrowing, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno == ENOENT)
+                                continue;
+                        return -errno;
+                }
+                if (fstatat(dirfd(d), charge, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return features_set(f, FEATURE_KERNEL_BORROWING, true,
+                                            "cpu.cfs_borrowing_us in /sys/fs/cgroup/%s (no cpu.cfs_charge_procs)",
+                                            de->d_name);
+                return features_set(f, FEATURE_KERNEL_BORROWING, true,
+                                    "cpu.cfs_borrowing_us and cpu.cfs_charge_procs in /sys/fs/cgroup/%s",
+                                    de->d_name);
+        }
+        if (errno != 0)
+                return -errno;
+        return features_set(f, FEATURE_KERNEL_BORROWING, false,
+                            "no cpu.cfs_borrowing_us in the top-level cgroups (kernel without tonari's "
+                            "kernel/patches, or the cpu controller not enabled)");
+}
+
 int features_detect(const char *root, Features *ret) {
         Features f = {};
         int r;
@@ -134,6 +186,9 @@ int features_detect(const char *root, Features *ret) {
         if (r < 0)
                 goto fail;
         r = detect_numa(root, &f);
+        if (r < 0)
+                goto fail;
+        r = detect_kernel_borrowing(root, &f);
         if (r < 0)
                 goto fail;
 

@@ -30,6 +30,7 @@ START_TEST(test_vm_like_host) {
         assert_feature(&f, FEATURE_NUMA, true, "2 nodes online (0-1)");
         assert_feature(&f, FEATURE_PAGE_IDLE, true, "present");
         assert_feature(&f, FEATURE_PSI, true, "present");
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, false, "no cpu.cfs_borrowing_us");
         features_done(&f);
         features_done(&f); /* idempotent */
 }
@@ -54,6 +55,7 @@ START_TEST(test_dev_like_host) {
         assert_feature(&f, FEATURE_NUMA, false, "1 node online (0)");
         assert_feature(&f, FEATURE_PAGE_IDLE, false, "CONFIG_IDLE_PAGE_TRACKING");
         assert_feature(&f, FEATURE_PSI, false, "CONFIG_PSI");
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, false, "needs the unified cgroup hierarchy");
         features_done(&f);
 }
 END_TEST
@@ -81,4 +83,38 @@ START_TEST(test_odd_numa) {
 }
 END_TEST
 
-TEST_SUITE("host-features", test_vm_like_host, test_dev_like_host, test_odd_numa)
+/* cpu.cfs_borrowing_us is looked for in the top-level cgroups: only the patched kernel has it. */
+START_TEST(test_kernel_borrowing) {
+        Features f;
+
+        fake_root_new();
+        fake_file("proc/cgroups", PROC_CGROUPS_UNIFIED);
+        fake_file("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n");
+        fake_file("sys/fs/cgroup/cpu.stat", "usage_usec 1\n");
+        fake_file("sys/fs/cgroup/init.scope/cpu.max", "max 100000\n");
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, false, "no cpu.cfs_borrowing_us in the top-level cgroups");
+        features_done(&f);
+
+        /* A file of that name is not a cgroup. */
+        fake_file("sys/fs/cgroup/cpu.cfs_borrowing_us", "0\n");
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, false, "no cpu.cfs_borrowing_us");
+        features_done(&f);
+
+        fake_file("sys/fs/cgroup/system.slice/cpu.cfs_borrowing_us", "0\n");
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, true,
+                       "cpu.cfs_borrowing_us in /sys/fs/cgroup/system.slice (no cpu.cfs_charge_procs)");
+        features_done(&f);
+
+        fake_file("sys/fs/cgroup/system.slice/cpu.cfs_charge_procs", "");
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, true,
+                       "cpu.cfs_borrowing_us and cpu.cfs_charge_procs in /sys/fs/cgroup/system.slice");
+        ck_assert_str_eq(feature_to_string(FEATURE_KERNEL_BORROWING), "kernel-borrowing");
+        features_done(&f);
+}
+END_TEST
+
+TEST_SUITE("host-features", test_vm_like_host, test_dev_like_host, test_odd_numa, test_kernel_borrowing)

@@ -72,8 +72,10 @@ testcase_start_and_properties() {
         # Idle page tracking exists only in tonari's own kernel build (kernel/build).
         if [[ " $(</proc/cmdline) " == *" tonari.kernel=custom "* ]]; then
                 assert_match '"page-idle" true "/sys/kernel/mm/page_idle/bitmap present"' "$features"
+                assert_match '"kernel-borrowing" true "cpu.cfs_borrowing_us and cpu.cfs_charge_procs in /sys/fs/cgroup/[^"]+"' "$features"
         else
                 assert_match '"page-idle" false "no /sys/kernel/mm/page_idle/bitmap' "$features"
+                assert_match '"kernel-borrowing" false "no cpu.cfs_borrowing_us in the top-level cgroups' "$features"
         fi
         assert_eq "as 1 \"/etc/tonari/tonarid.conf\"" "$(busctl get-property "${BUS[@]}" ConfigFiles)"
         out=$(busctl --json=short call "${BUS[@]}" GetStatus)
