@@ -23,13 +23,23 @@
 # Prints sysbench events/s per case, the ratios to the baseline, tonarid's CPU time, and per case
 # the CPU time sysbench got and its events per CPU second (to tell lost CPU time from interference).
 #
-# usage: borrow-logflood-guest.sh [--n=2,3,4,5] [--floods=yes,lsmod,echo] [--modes=none,proxy,lib]
-#                                 [--time=10] [--logcopy=PATH]
+# Floods: yes, lsmod and echo (the paper's), and floods that log as services do, written by
+# tonari-logflood: burst<MS>x<HZ> writes 80-byte lines for MS ms HZ times a second (tens of
+# wake-ups a second, a few ms each), slow<HZ> one line HZ times a second (a steady, slow flood).
+# Per case, the charge fidelity: what was charged ÷ what the copiers spent, over sysbench's run
+# (FIDELITY window=, both read at its start and end) and over each copier's life (life=: from its
+# registration, or for libtonari from its start, until it exited at the end of its input, with
+# the CPU time it reports itself at exit); the summary puts it beside the victim's ratio.
+#
+# usage: borrow-logflood-guest.sh [--n=2,3,4,5] [--floods=yes,lsmod,echo,burst3x20,slow1000]
+#                                 [--modes=none,proxy,lib] [--time=10] [--logcopy=PATH]
+#                                 [--logflood=PATH]
 set -eu
 set -o pipefail
 
-ns=2,3,4,5 floods=yes,lsmod,echo modes=none,proxy,lib time=10
+ns=2,3,4,5 floods=yes,lsmod,echo,burst3x20,slow1000 modes=none,proxy,lib time=10
 logcopy=${TONARI_VM_SHARE:-/nonexistent}/artifacts/tonari-logcopy
+logflood=
 for a in "$@"; do
         case "$a" in
         --n=*) ns=${a#*=} ;;
@@ -37,10 +47,12 @@ for a in "$@"; do
         --modes=*) modes=${a#*=} ;;
         --time=*) time=${a#*=} ;;
         --logcopy=*) logcopy=${a#*=} ;;
+        --logflood=*) logflood=${a#*=} ;;
         *) echo "unknown argument: $a" >&2; exit 2 ;;
         esac
 done
 [[ -x $logcopy ]] || { echo "no log copier at $logcopy" >&2; exit 2; }
+[[ -n $logflood ]] || logflood=${logcopy%/*}/tonari-logflood
 
 work=$(mktemp -d /run/bench-borrow.XXXXXX)
 declare -a pids=()
@@ -50,8 +62,16 @@ flood_command() {
         yes) echo 'yes' ;;
         lsmod) echo 'while true; do lsmod; done' ;;
         echo) echo 'while true; do echo 1; done' ;;
+        burst[0-9]*x[0-9]*)
+                local ms=${1#burst} && ms=${ms%x*}
+                need_logflood && echo "exec $(printf '%q' "$logflood") --burst=${ms}ms --rate=${1#*x}" ;;
+        slow[0-9]*) need_logflood && echo "exec $(printf '%q' "$logflood") --lines=1 --rate=${1#slow}" ;;
         *) echo "unknown flood '$1'" >&2; return 2 ;;
         esac
+}
+
+need_logflood() {
+        [[ -x $logflood ]] || { echo "no log flood generator at $logflood (bench/tonari-logflood)" >&2; return 2; }
 }
 
 # Starts "sh -c CMD" stopped, moves it into slice $1, then lets it run: nothing it forks escapes.
@@ -136,6 +156,22 @@ record_charges() {
         done
 }
 
+# bprop SLICE PROPERTY: a property of the slice's org.tonari.Borrowing1 interface.
+bprop() {
+        busctl get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Borrowing1 "$2" | cut -d' ' -f2
+}
+
+# wait_exec PID COMM: until the process PID runs the program COMM (systemd-run execs it in place).
+wait_exec() {
+        local t
+        for ((t = 0; t < 200; t++)); do
+                [[ $(cat "/proc/$1/comm" 2>/dev/null) == "$2" ]] && return 0
+                sleep 0.05
+        done
+        echo "process $1 did not become $2 within 10 s" >&2
+        return 1
+}
+
 # usage_of UNIT: the CPU time of a unit's cgroup so far, µs (0 for a unit that is not there).
 usage_of() {
         local cg
@@ -167,7 +203,8 @@ cpu_snapshot() {
 
 # run_case N FLOOD MODE → prints events/s of sysbench in c0.
 run_case() {
-        local n=$1 flood=$2 mode=${3%@*} quota i cmd pid copier eps
+        local n=$1 flood=$2 mode=${3%@*} quota i cmd pid copier eps hold
+        local -a copiers=() life0=()
         set_repay "$3"
         quota=$((100 / n))
         for ((i = 0; i < n; i++)); do
@@ -186,16 +223,27 @@ run_case() {
                 fi
                 cmd=(taskset -c 0 "$logcopy")
                 [[ $mode == lib ]] && cmd+=(--charge="c$i")
-                # The copier, like nerdctl's logger in containerd.service: another slice.
+                # The copier, like nerdctl's logger in containerd.service: another slice. A
+                # writer held open on the FIFO lets it start (and be registered) before the
+                # flood; a sleep next to it keeps its scope, and the scope's CPU time, after it
+                # exited, for the life-long fidelity at the end.
+                exec {hold}<>"$work/c$i.fifo"
                 systemd-run --quiet --scope --unit="bench-log-c$i" --slice=bench-runtime.slice \
-                        "${cmd[@]}" --max-size=16M "$work/c$i.log" <"$work/c$i.fifo" &
+                        sh -c 'sleep infinity & exec "$@"' sh "${cmd[@]}" --max-size=16M "$work/c$i.log" \
+                        <"$work/c$i.fifo" {hold}<&- &
                 copier=$!
                 pids+=("$copier")
-                start_in_slice "c$i" "dd if=/dev/zero of=/dev/null & $(flood_command "$flood")" "$work/c$i.fifo" >/dev/null
+                copiers+=("$copier")
+                # systemd-run --scope and sh exec the copier in place: the PID is the copier's.
+                wait_exec "$copier" tonari-logcopy
                 if [[ $mode == proxy ]]; then
-                        # systemd-run --scope execs the copier in place: the PID is the copier's.
                         tonarictl borrow add-proxy "c$i" "$copier" >/dev/null
+                elif [[ $mode == proxycg ]]; then
+                        tonarictl borrow add-proxy "c$i" "$(systemctl show -P ControlGroup "bench-log-c$i.scope")" >/dev/null
                 fi
+                life0+=("$(usage_of "bench-log-c$i.scope") $(bprop "c$i" BorrowedUSec)")
+                start_in_slice "c$i" "dd if=/dev/zero of=/dev/null & $(flood_command "$flood")" "$work/c$i.fifo" >/dev/null
+                exec {hold}<&-
         done
         sleep 1
         local before after
@@ -223,7 +271,31 @@ run_case() {
         events=$(awk '/total number of events:/ { print $5 }' "$work/sysbench.out")
         echo "SYSBENCH n=$n flood=$flood mode=$3 cpu_share=$(awk -v c="$cpu" -v t="$time" 'BEGIN { printf "%.3f", c / (t * 1e6) }')" \
                 "events_per_cpu_s=$(awk -v e="$events" -v c="$cpu" 'BEGIN { printf "%.1f", e / (c / 1e6) }')" >>"$work/sysbench"
-        [[ $mode == baseline || $mode == inside ]] || record_charges "$n" "$flood" "$3"
+        if [[ $mode != baseline && $mode != inside ]]; then
+                # Over sysbench's run: charged ÷ the copiers' CPU, both read at its start and end.
+                awk -v n="$n" -v f="$flood" -v m="$3" -v b="$before" -v a="$after" 'BEGIN {
+                        split(b, x); split(a, y)
+                        printf "FIDELITY n=%s flood=%s mode=%s window=%.3f copiers_usec=%d charged_usec=%d\n",
+                                n, f, m, y[4] > x[4] ? (y[5] - x[5]) / (y[4] - x[4]) : 0, y[4] - x[4], y[5] - x[5] }' >>"$work/fidelity"
+                record_charges "$n" "$flood" "$3"
+                # Over the copiers' lives: the floods end, each copier copies what is left, sends
+                # what it has pending (libtonari) or is sampled a last time (proxies) and exits.
+                for ((i = 1; i < n; i++)); do
+                        systemctl kill --signal=KILL "tonari-c$i.scope" 2>/dev/null || true
+                done
+                for copier in "${copiers[@]}"; do
+                        wait "$copier" || true
+                done
+                sleep 0.5
+                local spent=0 charged=0 s0 c0
+                for ((i = 1; i < n; i++)); do
+                        read -r s0 c0 <<<"${life0[i - 1]}"
+                        spent=$((spent + $(usage_of "bench-log-c$i.scope") - s0))
+                        charged=$((charged + $(bprop "c$i" BorrowedUSec) - c0))
+                done
+                echo "LIFE n=$n flood=$flood mode=$3 life=$(awk -v c="$charged" -v s="$spent" 'BEGIN { printf "%.3f", s ? c / s : 0 }')" \
+                        "copiers_usec=$spent charged_usec=$charged" >>"$work/life"
+        fi
         cleanup_case
         echo "$eps"
 }
@@ -231,6 +303,9 @@ run_case() {
 IFS=, read -ra n_list <<<"$ns"
 IFS=, read -ra flood_list <<<"$floods"
 IFS=, read -ra mode_list <<<"$modes"
+for f in "${flood_list[@]}"; do
+        flood_command "$f" >/dev/null || exit 2
+done
 
 echo "sysbench $(sysbench --version | awk '{ print $2 }'), $time s per run, all on CPU 0; events per second:"
 cpu_start=$(tonarid_cpu_usec)
@@ -280,3 +355,17 @@ echo "Where CPU 0's time went while sysbench ran (shares of the wall time):"
 cat "$work/cpu0"
 cat "$work/ratios"
 cat "$work/charges"
+cat "$work/fidelity" "$work/life" 2>/dev/null || true
+echo "Per case: the victim's ratio to the baseline beside the charge fidelity (charged ÷ copiers' CPU)"
+echo "over sysbench's run (window) and over the copiers' lives (life):"
+for n in "${n_list[@]}"; do
+        for f in "${flood_list[@]}"; do
+                for m in "${mode_list[@]}"; do
+                        [[ ${m%@*} == none ]] && w=- l=- || {
+                                w=$(sed -n "s/^FIDELITY n=$n flood=$f mode=$m window=\([^ ]*\).*/\1/p" "$work/fidelity")
+                                l=$(sed -n "s/^LIFE n=$n flood=$f mode=$m life=\([^ ]*\).*/\1/p" "$work/life")
+                        }
+                        echo "CASE n=$n flood=$f mode=$m ratio=$(sed -n "s/^RATIO n=$n flood=$f mode=$m ratio=//p" "$work/ratios") window=$w life=$l"
+                done
+        done
+done

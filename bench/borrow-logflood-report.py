@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The report of bench/borrow-logflood: reads the guest's output (CASE lines of
+bench/borrow-logflood-guest.sh, one set per run, and its "tonarid CPU time" lines) and prints, per
+N, flood and mode, the median and the spread (min-max over the runs) of the victim's ratio to the
+baseline and of the charge fidelity, charged / copiers' CPU, over sysbench's run (window) and over
+the copiers' lives (life), and tonarid's CPU share per run. With --plot=FILE it draws the life-long
+charge fidelity per flood and mode with gnuplot (one panel per N, the spread as error bars, the
+goal of 0.95 as a line).
+
+usage: borrow-logflood-report.py [--plot=FILE] [LOG]   (LOG defaults to stdin)
+"""
+
+import collections
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+GOAL = 0.95
+
+
+def parse(lines):
+    cases = collections.defaultdict(lambda: collections.defaultdict(list))  # (n, flood, mode) -> metric -> values
+    order = []
+    tonarid = []
+    for line in lines:
+        line = line.strip()
+        m = re.match(r"^CASE (.*)$", line)
+        if m:
+            fields = dict(kv.split("=", 1) for kv in m.group(1).split())
+            key = (int(fields["n"]), fields["flood"], fields["mode"])
+            if key not in order:
+                order.append(key)
+            for metric in ("ratio", "window", "life"):
+                try:
+                    cases[key][metric].append(float(fields.get(metric, "-")))
+                except ValueError:
+                    pass
+            continue
+        m = re.search(r"tonarid CPU time during the runs: .*\(([0-9.]+)% of one CPU\)", line)
+        if m:
+            tonarid.append(float(m.group(1)))
+    return cases, order, tonarid
+
+
+def summary(values):
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def plot(path, cases, order):
+    ns = sorted({k[0] for k in order})
+    floods = [f for f in dict.fromkeys(k[1] for k in order)]
+    modes = [m for m in dict.fromkeys(k[2] for k in order) if not m.startswith("none") and not m.startswith("inside")]
+    if not modes:
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as data:
+        # One block per N; a row per flood: per mode, median, min and max of life.
+        for n in ns:
+            for i, f in enumerate(floods):
+                row = [str(i), f]
+                for mo in modes:
+                    v = cases.get((n, f, mo), {}).get("life", [])
+                    row += [f"{statistics.median(v):.4f}", f"{min(v):.4f}", f"{max(v):.4f}"] if v else ["NaN"] * 3
+                data.write(" ".join(row) + "\n")
+            data.write("\n\n")
+    width = 0.8 / len(modes)
+    script = [
+        "set terminal pngcairo size %d,%d font ',10'" % (420 * len(ns) + 120, 420),
+        f"set output '{path}'",
+        "set multiplot layout 1,%d title 'Charge fidelity: charged / helper CPU over each copier\\'s life (median, min-max)'"
+        % len(ns),
+        "set yrange [0:1.1]",
+        "set ylabel 'charged / helper CPU'",
+        "set xtics rotate by -30",
+        "set key bottom right",
+        "set grid ytics",
+        "set style fill solid 0.6",
+        f"set xrange [-0.6:{len(floods) - 0.4}]",
+    ]
+    for b, n in enumerate(ns):
+        script.append(f"set title 'N = {n}'")
+        plots = []
+        for j, mo in enumerate(modes):
+            off = -0.4 + width * (j + 0.5)
+            c = 3 + 3 * j
+            plots.append(
+                f"'{data.name}' index {b} using ($1+{off:.3f}):{c}:({width:.3f}) with boxes title '{mo}'"
+                + (", " if True else "")
+                + f"'' index {b} using ($1+{off:.3f}):{c}:{c + 1}:{c + 2}:xtic(2) with yerrorbars notitle lc 'black' pt 0"
+            )
+        plots.append(f"{GOAL} with lines dt 2 lc 'red' title 'goal {GOAL}'")
+        script.append("plot " + ", ".join(plots))
+    script.append("unset multiplot")
+    subprocess.run(["gnuplot"], input="\n".join(script) + "\n", text=True, check=True)
+
+
+def main(argv):
+    plot_path = None
+    args = []
+    for a in argv[1:]:
+        if a.startswith("--plot="):
+            plot_path = a.split("=", 1)[1]
+        elif a in ("-h", "--help"):
+            print(__doc__)
+            return 0
+        else:
+            args.append(a)
+    with open(args[0]) if args else sys.stdin as f:
+        cases, order, tonarid = parse(f)
+    if not order:
+        print("borrow-logflood-report: no CASE lines in the log", file=sys.stderr)
+        return 1
+    runs = max(len(cases[k]["ratio"]) for k in order)
+    print(f"Per case over {runs} run(s): median (min-max). ratio: victim / baseline; window, life: charged / copiers' CPU")
+    print(f"{'N':>2} {'flood':<12} {'mode':<10} {'ratio':<18} {'window':<18} {'life':<18}")
+    for k in order:
+        c = cases[k]
+        print(f"{k[0]:>2} {k[1]:<12} {k[2]:<10} {summary(c['ratio']):<18} {summary(c['window']):<18} {summary(c['life']):<18}")
+    if tonarid:
+        print("tonarid CPU per run (% of one CPU): " + ", ".join(f"{t:.2f}" for t in tonarid))
+    low = [(k, min(cases[k]["life"])) for k in order if cases[k]["life"] and min(cases[k]["life"]) < GOAL]
+    for k, v in low:
+        print(f"BELOW GOAL n={k[0]} flood={k[1]} mode={k[2]} life={v:.3f}")
+    if plot_path:
+        plot(plot_path, cases, order)
+        print(f"wrote {plot_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
