@@ -58,8 +58,14 @@ void borrow_proxy_free(BorrowProxy *p) {
         free(p);
 }
 
-/* The helper's CPU time now. -ESRCH once the process has exited (its PID may be someone else's). */
-static int proxy_read(BorrowProxy *p, usec_t *ret) {
+/*
+ * The helper's CPU time now. -ESRCH once the process has exited (its PID may be someone else's),
+ * except with exited: the process has ended (its pidfd is readable) and the last reading of its
+ * clock is wanted. An exited process keeps its PID, and its CPU clock (all its threads, those that
+ * ended included) stays readable, until its parent reaps it; the pidfd tells whether that
+ * happened after the read, in which case the PID may have been someone else's by then.
+ */
+static int proxy_read(BorrowProxy *p, bool exited, usec_t *ret) {
         if (p->pid > 0) {
                 struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
                 struct timespec ts;
@@ -68,7 +74,7 @@ static int proxy_read(BorrowProxy *p, usec_t *ret) {
                 if (clock_getcpuclockid(p->pid, &clock) != 0 || clock_gettime(clock, &ts) < 0)
                         return -ESRCH;
                 /* Read first, then make sure the process behind the PID was ours all along. */
-                if (poll(&pfd, 1, 0) != 0)
+                if (exited ? syscall(SYS_pidfd_send_signal, p->pidfd, 0, NULL, 0) < 0 : poll(&pfd, 1, 0) != 0)
                         return -ESRCH;
                 *ret = timespec_load(&ts);
                 return 0;
@@ -119,37 +125,44 @@ int borrow_manager_remove_proxy(BorrowManager *m, BorrowProxy *p, const char *re
         return 0;
 }
 
-void borrow_proxy_sample(BorrowProxy *p) {
+/* Charges what the helper spent since the last sample; with exited, its last sample (see
+ * proxy_read()), after which the proxy is removed. */
+static void proxy_sample(BorrowProxy *p, bool exited) {
         BorrowManager *m = p->manager;
         Slice *s = m->slices ? slice_manager_find(m->slices, p->target) : NULL;
         usec_t cur, delta;
         int r;
 
-        r = proxy_read(p, &cur);
+        r = proxy_read(p, exited, &cur);
         if (r == -ESRCH)
-                return borrow_proxy_remove(p, "the helper process exited");
+                return borrow_proxy_remove(p, exited ? "the helper process exited and was reaped before its last sample "
+                                                       "(what it ran since the one before is not charged)"
+                                                     : "the helper process exited");
         if (r == -ENOENT)
                 return borrow_proxy_remove(p, "the helper cgroup was removed");
-        if (r < 0) {
-                log_warning_errno(r, "Failed to read the CPU time of proxy %" PRIu32 "'s helper, ignoring: %m", p->id);
-                return;
-        }
         if (!s || (p->slice_id != 0 && s->id != p->slice_id))
                 return borrow_proxy_remove(p, "its slice was removed");
-        p->slice_id = s->id;
-
-        /* A cgroup's counter can only go down if it was removed and made again. */
-        delta = cur > p->last_usec ? cur - p->last_usec : 0;
-        p->last_usec = cur;
-        if (delta == 0)
-                return;
-        delta = MIN(delta, BORROW_CHARGE_MAX_USEC);
-        r = borrow_target_charge(m, s, delta, false);
         if (r < 0)
-                log_warning_errno(r, "Failed to charge %" PRIu64 " µs to slice '%s' for proxy %" PRIu32 ", ignoring: %m",
-                                  delta, s->name, p->id);
-        else
-                p->charged_usec += delta;
+                log_warning_errno(r, "Failed to read the CPU time of proxy %" PRIu32 "'s helper, ignoring: %m", p->id);
+        else {
+                p->slice_id = s->id;
+                /* A cgroup's counter can only go down if it was removed and made again. */
+                delta = cur > p->last_usec ? cur - p->last_usec : 0;
+                p->last_usec = cur;
+                delta = MIN(delta, BORROW_CHARGE_MAX_USEC);
+                r = delta == 0 ? 0 : borrow_target_charge(m, s, delta, false);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to charge %" PRIu64 " µs to slice '%s' for proxy %" PRIu32 ", ignoring: %m",
+                                          delta, s->name, p->id);
+                else
+                        p->charged_usec += delta;
+        }
+        if (exited)
+                borrow_proxy_remove(p, "the helper process exited");
+}
+
+void borrow_proxy_sample(BorrowProxy *p) {
+        proxy_sample(p, false);
 }
 
 static int on_sample(sd_event_source *es, uint64_t usec, void *userdata) {
@@ -175,8 +188,9 @@ static int on_helper_exit(sd_event_source *es, int fd, uint32_t revents, void *u
         (void) es;
         (void) fd;
         (void) revents;
-        /* Its CPU time since the last sample is lost with it: at most one sample interval. */
-        borrow_proxy_remove(p, "the helper process exited");
+        /* What it spent since the last sample is charged if its clock can still be read (it has
+         * not been reaped yet); otherwise it is lost with it, at most one sample interval. */
+        proxy_sample(p, true);
         return 0;
 }
 
@@ -311,7 +325,7 @@ int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *
         p->cgroup_id = s->cgroup_id;
         r = borrow_proxy_attach_helper(p, false);
         if (r >= 0)
-                r = proxy_read(p, &p->last_usec);
+                r = proxy_read(p, false, &p->last_usec);
         if (r >= 0)
                 r = borrow_manager_start_sampling(m);
         /* On disk before the caller gets its id. */
