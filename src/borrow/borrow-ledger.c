@@ -15,12 +15,17 @@ int borrow_policy_validate(const BorrowPolicy *p) {
         return 0;
 }
 
+static void forgive(uint64_t *total, uint64_t *reason, uint64_t usec) {
+        *total = add_saturating(*total, usec);
+        *reason = add_saturating(*reason, usec);
+}
+
 /* Adds usec to the debt up to the cap and forgives the rest; returns what was added. */
 static usec_t debt_add(BorrowAccount *a, const BorrowPolicy *p, usec_t usec) {
         usec_t room = a->debt_usec < p->max_debt_usec ? p->max_debt_usec - a->debt_usec : 0, added = MIN(usec, room);
 
         a->debt_usec += added;
-        a->forgiven_usec = add_saturating(a->forgiven_usec, usec - added);
+        forgive(&a->forgiven_usec, &a->forgiven_cap_usec, usec - added);
         return added;
 }
 
@@ -66,7 +71,10 @@ usec_t borrow_account_period(BorrowAccount *a, const BorrowPolicy *p, usec_t quo
         if (p->floor_usec >= quota_usec || a->debt_usec <= a->overrun_debt_usec) {
                 /* Nothing can be taken away, or only overrun is owed: the debt is written off
                  * rather than carried on forever. */
-                a->forgiven_usec = add_saturating(a->forgiven_usec, a->debt_usec);
+                if (p->floor_usec >= quota_usec)
+                        forgive(&a->forgiven_usec, &a->forgiven_floor_usec, a->debt_usec);
+                else
+                        forgive(&a->forgiven_usec, &a->forgiven_overrun_usec, a->debt_usec);
                 a->debt_usec = 0;
                 a->overrun_debt_usec = 0;
                 return quota_usec;
@@ -86,7 +94,7 @@ usec_t borrow_account_period(BorrowAccount *a, const BorrowPolicy *p, usec_t quo
                 a->overrun_debt_usec -= paid - (a->debt_usec - a->overrun_debt_usec);
         a->debt_usec -= paid;
         a->repaid_usec = add_saturating(a->repaid_usec, quota_usec - effective);
-        a->forgiven_usec = add_saturating(a->forgiven_usec, paid - (quota_usec - effective));
+        forgive(&a->forgiven_usec, &a->forgiven_floor_usec, paid - (quota_usec - effective));
         a->periods_shortened = add_saturating(a->periods_shortened, 1);
         return effective;
 }

@@ -22,8 +22,11 @@
  * Every charged microsecond ends up in exactly one bucket, so at any time
  *     borrowed + overrun = debt + repaid + forgiven
  * where repaid is quota actually taken away from the target, forgiven is what the policy wrote
- * off (charges beyond the debt cap, and the floor the target keeps while in debt), and overrun is
- * CPU time the target ran beyond a shortened quota (see borrow_account_overrun()).
+ * off, and overrun is CPU time the target ran beyond a shortened quota (see
+ * borrow_account_overrun()). Each write-off is a deliberate policy, counted by its reason:
+ *     forgiven = forgiven_cap + forgiven_floor + forgiven_overrun
+ * charges beyond the debt cap (max_debt_usec), the floor the target keeps in every period while in
+ * debt (and a whole debt when the floor leaves nothing to shorten), and a debt of overrun alone.
  */
 
 typedef struct BorrowPolicy {
@@ -59,7 +62,10 @@ typedef struct BorrowAccount {
         usec_t debt_usec;           /* outstanding */
         uint64_t borrowed_usec;     /* everything charged */
         uint64_t repaid_usec;       /* quota taken away in shortened periods */
-        uint64_t forgiven_usec;     /* over the cap, and the floor kept while in debt */
+        uint64_t forgiven_usec;     /* the sum of the three below */
+        uint64_t forgiven_cap_usec;      /* charges beyond max_debt_usec */
+        uint64_t forgiven_floor_usec;    /* the floor kept while in debt */
+        uint64_t forgiven_overrun_usec;  /* debts of overrun alone, written off */
         uint64_t periods_shortened; /* periods whose quota was below the configured one */
         uint64_t overrun_usec;      /* run beyond shortened quotas, owed again */
         usec_t overrun_debt_usec;   /* the part of debt_usec that is overrun (repaid last) */

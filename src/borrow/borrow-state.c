@@ -53,18 +53,22 @@ int borrow_state_format(const BorrowStateEntry *e, char **ret) {
                 if (e->limit_usec == USEC_INFINITY)
                         n = asprintf(&s, "target %s cgroupid=%" PRIu64 " debt=%" PRIu64 " borrowed=%" PRIu64
                                          " repaid=%" PRIu64 " forgiven=%" PRIu64 " shortened=%" PRIu64
-                                         " overrun=%" PRIu64 " overrundebt=%" PRIu64,
+                                         " overrun=%" PRIu64 " overrundebt=%" PRIu64 " forgivencap=%" PRIu64
+                                         " forgivenfloor=%" PRIu64 " forgivenoverrun=%" PRIu64,
                                      e->name, e->cgroup_id, x->debt_usec, x->borrowed_usec, x->repaid_usec,
                                      x->forgiven_usec, x->periods_shortened, x->overrun_usec,
-                                     x->overrun_debt_usec);
+                                     x->overrun_debt_usec, x->forgiven_cap_usec, x->forgiven_floor_usec,
+                                     x->forgiven_overrun_usec);
                 else
                         n = asprintf(&s, "target %s cgroupid=%" PRIu64 " debt=%" PRIu64 " borrowed=%" PRIu64
                                          " repaid=%" PRIu64 " forgiven=%" PRIu64 " shortened=%" PRIu64
-                                         " overrun=%" PRIu64 " overrundebt=%" PRIu64
+                                         " overrun=%" PRIu64 " overrundebt=%" PRIu64 " forgivencap=%" PRIu64
+                                         " forgivenfloor=%" PRIu64 " forgivenoverrun=%" PRIu64
                                          " limit=%s period=%s own=%d conf=%s confperiod=%s",
                                      e->name, e->cgroup_id, x->debt_usec, x->borrowed_usec, x->repaid_usec,
                                      x->forgiven_usec, x->periods_shortened, x->overrun_usec,
-                                     x->overrun_debt_usec, fmt_usec(a, e->limit_usec), fmt_usec(b, e->period_usec),
+                                     x->overrun_debt_usec, x->forgiven_cap_usec, x->forgiven_floor_usec,
+                                     x->forgiven_overrun_usec, fmt_usec(a, e->limit_usec), fmt_usec(b, e->period_usec),
                                      e->limit_own, fmt_usec(c, e->configured_per_sec_usec),
                                      fmt_usec(d, e->configured_period_usec));
         } else if (e->pid > 0)
@@ -169,6 +173,13 @@ int borrow_state_parse(const char *line, BorrowStateEntry *ret) {
                                 e.account.overrun_usec = u;
                         else if (streq(k, "overrundebt"))
                                 e.account.overrun_debt_usec = u;
+                        /* Newer keys; files written before have the total only. */
+                        else if (streq(k, "forgivencap"))
+                                e.account.forgiven_cap_usec = u;
+                        else if (streq(k, "forgivenfloor"))
+                                e.account.forgiven_floor_usec = u;
+                        else if (streq(k, "forgivenoverrun"))
+                                e.account.forgiven_overrun_usec = u;
                         else if (streq(k, "limit"))
                                 e.limit_usec = u;
                         else if (streq(k, "period"))

@@ -10,6 +10,8 @@
 
 static void assert_balanced(const BorrowAccount *a) {
         ck_assert_uint_eq(a->borrowed_usec + a->overrun_usec, a->debt_usec + a->repaid_usec + a->forgiven_usec);
+        /* Every microsecond forgiven has its reason. */
+        ck_assert_uint_eq(a->forgiven_usec, a->forgiven_cap_usec + a->forgiven_floor_usec + a->forgiven_overrun_usec);
 }
 
 START_TEST(test_policy) {
@@ -58,6 +60,7 @@ START_TEST(test_cap) {
         ck_assert_uint_eq(added, 30 * MS);
         ck_assert_uint_eq(a.debt_usec, 100 * MS);
         ck_assert_uint_eq(a.forgiven_usec, 20 * MS);
+        ck_assert_uint_eq(a.forgiven_cap_usec, 20 * MS); /* beyond the cap: that is the reason */
         ck_assert_int_eq(borrow_account_charge(&a, &p, BORROW_CHARGE_MAX_USEC, &added), 0);
         ck_assert_uint_eq(added, 0);
         ck_assert_uint_eq(a.borrowed_usec, 120 * MS + BORROW_CHARGE_MAX_USEC);
@@ -311,6 +314,7 @@ START_TEST(test_overrun) {
         ck_assert_uint_eq(a.debt_usec, 0);
         ck_assert_uint_eq(a.overrun_debt_usec, 0);
         ck_assert_uint_eq(a.forgiven_usec, 2 * MS);
+        ck_assert_uint_eq(a.forgiven_overrun_usec, 2 * MS);
         ck_assert_uint_eq(a.periods_shortened, 2);
         assert_balanced(&a);
 

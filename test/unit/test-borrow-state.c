@@ -15,16 +15,28 @@ START_TEST(test_round_trip) {
         t.kind = BORROW_STATE_TARGET;
         strcpy(t.name, "web");
         t.cgroup_id = 4711;
-        t.account = (BorrowAccount) { .debt_usec = 1400000, .borrowed_usec = 2000000, .repaid_usec = 600000 };
+        t.account = (BorrowAccount) { .debt_usec = 1400000, .borrowed_usec = 2100000, .repaid_usec = 600000,
+                                      .forgiven_usec = 100000, .forgiven_cap_usec = 70000, .forgiven_floor_usec = 20000,
+                                      .forgiven_overrun_usec = 10000 };
         ck_assert_int_eq(borrow_state_format(&t, &line), 0);
-        ck_assert_str_eq(line, "target web cgroupid=4711 debt=1400000 borrowed=2000000 repaid=600000 forgiven=0 "
-                               "shortened=0 overrun=0 overrundebt=0");
+        ck_assert_str_eq(line, "target web cgroupid=4711 debt=1400000 borrowed=2100000 repaid=600000 forgiven=100000 "
+                               "shortened=0 overrun=0 overrundebt=0 forgivencap=70000 forgivenfloor=20000 "
+                               "forgivenoverrun=10000");
         ck_assert_int_eq(borrow_state_parse(line, &back), 0);
         ck_assert_int_eq(back.kind, BORROW_STATE_TARGET);
         ck_assert_str_eq(back.name, "web");
         ck_assert_uint_eq(back.cgroup_id, 4711);
         ck_assert_uint_eq(back.account.debt_usec, 1400000);
+        /* Why what was forgiven was forgiven survives a restart. */
+        ck_assert_uint_eq(back.account.forgiven_cap_usec, 70000);
+        ck_assert_uint_eq(back.account.forgiven_floor_usec, 20000);
+        ck_assert_uint_eq(back.account.forgiven_overrun_usec, 10000);
         line = mfree(line);
+        borrow_state_entry_done(&back);
+        /* A line of an older tonarid, without the reasons, is still read. */
+        ck_assert_int_eq(borrow_state_parse("target web cgroupid=4711 debt=1 borrowed=2 repaid=1 forgiven=0 "
+                                            "shortened=0 overrun=0 overrundebt=0", &back), 0);
+        ck_assert_uint_eq(back.account.forgiven_cap_usec, 0);
 
         t.limit_usec = 1000;
         t.period_usec = 100000;
