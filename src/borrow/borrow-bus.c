@@ -232,9 +232,11 @@ static int append_borrowing(sd_bus_message *reply, void *userdata) {
                         continue;
                 t = slice_target(bm, s);
                 a = t ? &t->account : &zero_account;
-                r = sd_bus_message_append(reply, "(sttttttt)", s->name, a->borrowed_usec, a->debt_usec, a->repaid_usec,
-                                          a->forgiven_usec, a->periods_shortened,
-                                          t ? t->limit_usec : USEC_INFINITY, t ? t->period_usec : 0);
+                r = sd_bus_message_append(reply, "(sttttttttttt)", s->name, a->borrowed_usec, a->debt_usec,
+                                          a->repaid_usec, a->forgiven_usec, a->periods_shortened,
+                                          t ? t->limit_usec : USEC_INFINITY, t ? t->period_usec : 0,
+                                          a->forgiven_cap_usec, a->forgiven_floor_usec, a->forgiven_overrun_usec,
+                                          t ? t->dropped_usec : 0);
                 if (r < 0)
                         return r;
         }
@@ -242,7 +244,7 @@ static int append_borrowing(sd_bus_message *reply, void *userdata) {
 }
 
 int bus_borrow_method_list_borrowing(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        return reply_list(m, manager_of(userdata), "(sttttttt)", append_borrowing, error);
+        return reply_list(m, manager_of(userdata), "(sttttttttttt)", append_borrowing, error);
 }
 
 static int borrowing_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
@@ -282,6 +284,14 @@ static int property_get_account(sd_bus *bus, const char *path, const char *inter
                 v = a->repaid_usec;
         else if (streq(property, "ForgivenUSec"))
                 v = a->forgiven_usec;
+        else if (streq(property, "ForgivenCapUSec"))
+                v = a->forgiven_cap_usec;
+        else if (streq(property, "ForgivenFloorUSec"))
+                v = a->forgiven_floor_usec;
+        else if (streq(property, "ForgivenOverrunUSec"))
+                v = a->forgiven_overrun_usec;
+        else if (streq(property, "DroppedUSec"))
+                v = t ? t->dropped_usec : 0;
         else if (streq(property, "OverrunUSec"))
                 v = a->overrun_usec;
         else if (streq(property, "PeriodsShortened"))
@@ -300,6 +310,10 @@ static const sd_bus_vtable borrowing_vtable[] = {
         SD_BUS_PROPERTY("DebtUSec", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("RepaidUSec", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("ForgivenUSec", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("ForgivenCapUSec", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("ForgivenFloorUSec", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("ForgivenOverrunUSec", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("DroppedUSec", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("OverrunUSec", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("PeriodsShortened", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("CPUQuotaLimitUSec", "t", property_get_account, 0, 0),

@@ -53,6 +53,9 @@ struct BorrowTarget {
         usec_t configured_per_sec_usec; /* limit_own: the slice's CPUQuota= to write back */
         usec_t configured_period_usec;
         uint64_t writes;         /* cgroup writes done for this target */
+        /* CPU time proxies saw their helpers spend for this slice but could not charge (a charge
+         * that failed, a sample above BORROW_CHARGE_MAX_USEC); since tonarid started. */
+        uint64_t dropped_usec;
         /* limit_cgroup's CPU time at the last tick, to see how far the slice ran beyond the
          * limit (borrow_account_overrun()); USEC_INFINITY: not read, or not on a boundary. */
         usec_t usage_usec;

@@ -125,6 +125,17 @@ int borrow_manager_remove_proxy(BorrowManager *m, BorrowProxy *p, const char *re
         return 0;
 }
 
+/* Counts CPU time a helper spent that could not be charged, on the slice's account if it has one. */
+static void proxy_dropped(BorrowManager *m, Slice *s, usec_t usec) {
+        BorrowTarget *t;
+
+        if (usec == 0)
+                return;
+        t = borrow_manager_find_target(m, s->name);
+        if (t && (t->slice_id == 0 || t->slice_id == s->id))
+                t->dropped_usec += usec;
+}
+
 /* Charges what the helper spent since the last sample; with exited, its last sample (see
  * proxy_read()), after which the proxy is removed. */
 static void proxy_sample(BorrowProxy *p, bool exited) {
@@ -149,13 +160,15 @@ static void proxy_sample(BorrowProxy *p, bool exited) {
                 /* A cgroup's counter can only go down if it was removed and made again. */
                 delta = cur > p->last_usec ? cur - p->last_usec : 0;
                 p->last_usec = cur;
-                delta = MIN(delta, BORROW_CHARGE_MAX_USEC);
+                usec_t over = delta > BORROW_CHARGE_MAX_USEC ? delta - BORROW_CHARGE_MAX_USEC : 0;
+                delta -= over;
                 r = delta == 0 ? 0 : borrow_target_charge(m, s, delta, false);
                 if (r < 0)
                         log_warning_errno(r, "Failed to charge %" PRIu64 " µs to slice '%s' for proxy %" PRIu32 ", ignoring: %m",
                                           delta, s->name, p->id);
                 else
                         p->charged_usec += delta;
+                proxy_dropped(m, s, (r < 0 ? delta : 0) + over);
         }
         if (exited)
                 borrow_proxy_remove(p, "the helper process exited");

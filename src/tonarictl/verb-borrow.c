@@ -77,23 +77,30 @@ static int print_list(const char *member, const char *what, const char *element,
         return 0;
 }
 
-/* ListBorrowing() → a(sttttttt): name, borrowed, debt, repaid, forgiven, shortened, limit, period. */
+/* ListBorrowing() → a(sttttttttttt): name, borrowed, debt, repaid, forgiven, shortened, limit, period,
+ * forgiven for the debt cap, for the floor, for overrun, and dropped. */
 static int borrow_row(sd_bus_message *reply, Table *t, json_object *o) {
         char b[FORMAT_TIMESPAN_MAX], d[FORMAT_TIMESPAN_MAX], rp[FORMAT_TIMESPAN_MAX], f[FORMAT_TIMESPAN_MAX],
-                l[2 * FORMAT_TIMESPAN_MAX + 8], q[FORMAT_TIMESPAN_MAX], p[FORMAT_TIMESPAN_MAX], sh[21];
-        uint64_t borrowed, debt, repaid, forgiven, shortened, limit, period;
+                l[2 * FORMAT_TIMESPAN_MAX + 8], q[FORMAT_TIMESPAN_MAX], p[FORMAT_TIMESPAN_MAX], sh[21],
+                dr[FORMAT_TIMESPAN_MAX], why[64];
+        uint64_t borrowed, debt, repaid, forgiven, shortened, limit, period, fcap, ffloor, foverrun, dropped;
         const char *name;
         int r;
 
-        r = sd_bus_message_read(reply, "(sttttttt)", &name, &borrowed, &debt, &repaid, &forgiven, &shortened,
-                                &limit, &period);
+        r = sd_bus_message_read(reply, "(sttttttttttt)", &name, &borrowed, &debt, &repaid, &forgiven, &shortened,
+                                &limit, &period, &fcap, &ffloor, &foverrun, &dropped);
         if (r <= 0)
                 return r;
         (void) snprintf(sh, sizeof(sh), "%" PRIu64, shortened);
         if (limit != UINT64_MAX)
                 (void) snprintf(l, sizeof(l), "%s/%s", fmt_usec(q, limit), fmt_usec(p, period));
+        /* Why it was forgiven, largest share first: the policy a reader would change. */
+        (void) snprintf(why, sizeof(why), "%s", forgiven == 0 ? ""
+                        : fcap >= ffloor && fcap >= foverrun ? "debt-cap"
+                        : ffloor >= foverrun ? "floor" : "overrun");
         r = table_add_row(t, name, fmt_usec(b, borrowed), fmt_usec(d, debt), fmt_usec(rp, repaid),
-                          fmt_usec(f, forgiven), sh, limit == UINT64_MAX ? NULL : l);
+                          fmt_usec(f, forgiven), forgiven == 0 ? NULL : why, fmt_usec(dr, dropped), sh,
+                          limit == UINT64_MAX ? NULL : l);
         if (r < 0)
                 return -ENOMEM;
 
@@ -102,6 +109,10 @@ static int borrow_row(sd_bus_message *reply, Table *t, json_object *o) {
         json_object_object_add(o, "debt_usec", json_object_new_uint64(debt));
         json_object_object_add(o, "repaid_usec", json_object_new_uint64(repaid));
         json_object_object_add(o, "forgiven_usec", json_object_new_uint64(forgiven));
+        json_object_object_add(o, "forgiven_cap_usec", json_object_new_uint64(fcap));
+        json_object_object_add(o, "forgiven_floor_usec", json_object_new_uint64(ffloor));
+        json_object_object_add(o, "forgiven_overrun_usec", json_object_new_uint64(foverrun));
+        json_object_object_add(o, "dropped_usec", json_object_new_uint64(dropped));
         json_object_object_add(o, "periods_shortened", json_object_new_uint64(shortened));
         json_object_object_add(o, "limit_usec", limit == UINT64_MAX ? NULL : json_object_new_uint64(limit));
         json_object_object_add(o, "period_usec",
@@ -110,9 +121,14 @@ static int borrow_row(sd_bus_message *reply, Table *t, json_object *o) {
 }
 
 static int borrow_list(int argc, char *argv[]) {
-        Table *t = table_new(7, "SLICE", "BORROWED", "DEBT", "REPAID", "FORGIVEN", "SHORTENED", "LIMIT");
+        Table *t = table_new(9, "SLICE", "BORROWED", "DEBT", "REPAID", "FORGIVEN", "WHY", "DROPPED", "SHORTENED",
+                             "LIMIT");
 
-        return print_list("ListBorrowing", "list borrowing", "(sttttttt)", t, borrow_row, "slices",
+        return print_list("ListBorrowing", "list borrowing", "(sttttttttttt)", t, borrow_row, "slices",
+                          "FORGIVEN: written off by policy; WHY: the largest reason (debt-cap: charges beyond\n"
+                          "MaxDebtSec=; floor: the quota (MinQuotaSec=) a slice keeps in debt; overrun: a debt\n"
+                          "of overrun alone).\n"
+                          "DROPPED: helper CPU time proxies saw but could not charge.\n"
                           "LIMIT: the shortened quota per period in force while a slice repays its debt.");
 }
 

@@ -224,7 +224,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS_OFFSET("ListProxies", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(usustt)", proxies),
                                        bus_borrow_method_list_proxies, offsetof(Manager, borrow),
                                        SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS_OFFSET("ListBorrowing", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sttttttt)", slices),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("ListBorrowing", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sttttttttttt)", slices),
                                        bus_borrow_method_list_borrowing, offsetof(Manager, borrow),
                                        SD_BUS_VTABLE_UNPRIVILEGED),
 

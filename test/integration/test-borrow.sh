@@ -73,6 +73,12 @@ assert_repaid() {
         assert_le "$(bprop "$1" PeriodsShortened)" "$3" "periods shortened"
         assert_ge "$(bprop "$1" RepaidUSec)" 490000 "repaid"
         assert_eq $((500000 + $(bprop "$1" OverrunUSec))) "$(($(bprop "$1" RepaidUSec) + $(bprop "$1" ForgivenUSec)))"
+        # Every forgiven microsecond has its reason; below the cap, none is the cap's.
+        assert_eq "$(bprop "$1" ForgivenUSec)" \
+                "$(($(bprop "$1" ForgivenCapUSec) + $(bprop "$1" ForgivenFloorUSec) + $(bprop "$1" ForgivenOverrunUSec)))"
+        assert_eq 0 "$(bprop "$1" ForgivenCapUSec)"
+        assert_eq "$(bprop "$1" ForgivenFloorUSec)" "$("${CTL[@]}" --json=short borrow list |
+                python3 -c 'import json, sys; print(next(s["forgiven_floor_usec"] for s in json.load(sys.stdin) if s["slice"] == sys.argv[1]))' "$1")"
 }
 
 # The paper's rule (§6.3.3), RepayPerPeriod=100%.
