@@ -276,7 +276,7 @@ run_case() {
                 awk -v n="$n" -v f="$flood" -v m="$3" -v b="$before" -v a="$after" 'BEGIN {
                         split(b, x); split(a, y)
                         printf "FIDELITY n=%s flood=%s mode=%s window=%.3f copiers_usec=%d charged_usec=%d\n",
-                                n, f, m, y[4] > x[4] ? (y[5] - x[5]) / (y[4] - x[4]) : 0, y[4] - x[4], y[5] - x[5] }' >>"$work/fidelity"
+                                n, f, m, (y[4] > x[4] ? (y[5] - x[5]) / (y[4] - x[4]) : 0), y[4] - x[4], y[5] - x[5] }' >>"$work/fidelity"
                 record_charges "$n" "$flood" "$3"
                 # Over the copiers' lives: the floods end, each copier copies what is left, sends
                 # what it has pending (libtonari) or is sampled a last time (proxies) and exits.
@@ -287,14 +287,21 @@ run_case() {
                         wait "$copier" || true
                 done
                 sleep 0.5
-                local spent=0 charged=0 s0 c0
+                local spent=0 charged=0 before_reg=0 all=0 s0 c0 u b
                 for ((i = 1; i < n; i++)); do
                         read -r s0 c0 <<<"${life0[i - 1]}"
-                        spent=$((spent + $(usage_of "bench-log-c$i.scope") - s0))
-                        charged=$((charged + $(bprop "c$i" BorrowedUSec) - c0))
+                        u=$(usage_of "bench-log-c$i.scope")
+                        b=$(bprop "c$i" BorrowedUSec)
+                        spent=$((spent + u - s0))
+                        charged=$((charged + b - c0))
+                        before_reg=$((before_reg + s0))
+                        all=$((all + b))
                 done
+                # scope=: charged ÷ everything the copiers' scopes ran, their start-up before
+                # registration included (systemd-run, the shell, the loader), which no proxy sees.
                 echo "LIFE n=$n flood=$flood mode=$3 life=$(awk -v c="$charged" -v s="$spent" 'BEGIN { printf "%.3f", s ? c / s : 0 }')" \
-                        "copiers_usec=$spent charged_usec=$charged" >>"$work/life"
+                        "scope=$(awk -v c="$all" -v s="$((spent + before_reg))" 'BEGIN { printf "%.3f", s ? c / s : 0 }')" \
+                        "copiers_usec=$spent charged_usec=$charged before_registration_usec=$before_reg" >>"$work/life"
         fi
         cleanup_case
         echo "$eps"
@@ -356,16 +363,20 @@ cat "$work/cpu0"
 cat "$work/ratios"
 cat "$work/charges"
 cat "$work/fidelity" "$work/life" 2>/dev/null || true
-echo "Per case: the victim's ratio to the baseline beside the charge fidelity (charged ÷ copiers' CPU)"
-echo "over sysbench's run (window) and over the copiers' lives (life):"
+echo "Per case: the victim's ratio to the baseline and its CPU share, beside the charge fidelity"
+echo "(charged ÷ copiers' CPU) over sysbench's run (window), over the copiers' lives from their"
+echo "registration (life), and over everything their scopes ran, start-up included (scope):"
 for n in "${n_list[@]}"; do
         for f in "${flood_list[@]}"; do
                 for m in "${mode_list[@]}"; do
-                        [[ ${m%@*} == none ]] && w=- l=- || {
+                        [[ ${m%@*} == none || ${m%@*} == inside ]] && w=- l=- sc=- || {
                                 w=$(sed -n "s/^FIDELITY n=$n flood=$f mode=$m window=\([^ ]*\).*/\1/p" "$work/fidelity")
                                 l=$(sed -n "s/^LIFE n=$n flood=$f mode=$m life=\([^ ]*\).*/\1/p" "$work/life")
+                                sc=$(sed -n "s/^LIFE n=$n flood=$f mode=$m .* scope=\([^ ]*\).*/\1/p" "$work/life")
                         }
-                        echo "CASE n=$n flood=$f mode=$m ratio=$(sed -n "s/^RATIO n=$n flood=$f mode=$m ratio=//p" "$work/ratios") window=$w life=$l"
+                        echo "CASE n=$n flood=$f mode=$m ratio=$(sed -n "s/^RATIO n=$n flood=$f mode=$m ratio=//p" "$work/ratios")" \
+                                "share=$(sed -n "s/^SYSBENCH n=$n flood=$f mode=$m cpu_share=\([^ ]*\).*/\1/p" "$work/sysbench")" \
+                                "window=$w life=$l scope=$sc"
                 done
         done
 done

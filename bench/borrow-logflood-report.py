@@ -19,6 +19,7 @@ import sys
 import tempfile
 
 GOAL = 0.95
+METRICS = ("ratio", "share", "window", "life", "scope")
 
 
 def parse(lines):
@@ -33,7 +34,7 @@ def parse(lines):
             key = (int(fields["n"]), fields["flood"], fields["mode"])
             if key not in order:
                 order.append(key)
-            for metric in ("ratio", "window", "life"):
+            for metric in METRICS:
                 try:
                     cases[key][metric].append(float(fields.get(metric, "-")))
                 except ValueError:
@@ -71,14 +72,14 @@ def plot(path, cases, order):
             data.write("\n\n")
     width = 0.8 / len(modes)
     script = [
-        "set terminal pngcairo size %d,%d font ',10'" % (420 * len(ns) + 120, 420),
+        "set terminal pngcairo size %d,%d font ',10'" % (460 * len(ns) + 120, 460),
         f"set output '{path}'",
-        "set multiplot layout 1,%d title 'Charge fidelity: charged / helper CPU over each copier\\'s life (median, min-max)'"
+        'set multiplot layout 1,%d title "Charge fidelity: charged / helper CPU over each copier\'s life (median, min-max)"'
         % len(ns),
         "set yrange [0:1.1]",
         "set ylabel 'charged / helper CPU'",
         "set xtics rotate by -30",
-        "set key bottom right",
+        "set key below horizontal",
         "set grid ytics",
         "set style fill solid 0.6",
         f"set xrange [-0.6:{len(floods) - 0.4}]",
@@ -91,8 +92,10 @@ def plot(path, cases, order):
             c = 3 + 3 * j
             plots.append(
                 f"'{data.name}' index {b} using ($1+{off:.3f}):{c}:({width:.3f}) with boxes title '{mo}'"
-                + (", " if True else "")
-                + f"'' index {b} using ($1+{off:.3f}):{c}:{c + 1}:{c + 2}:xtic(2) with yerrorbars notitle lc 'black' pt 0"
+                + ", "
+                + f"'' index {b} using ($1+{off:.3f}):{c}:{c + 1}:{c + 2}"
+                + (":xtic(2)" if j == 0 else "")
+                + " with yerrorbars notitle lc 'black' pt 0"
             )
         plots.append(f"{GOAL} with lines dt 2 lc 'red' title 'goal {GOAL}'")
         script.append("plot " + ", ".join(plots))
@@ -117,11 +120,13 @@ def main(argv):
         print("borrow-logflood-report: no CASE lines in the log", file=sys.stderr)
         return 1
     runs = max(len(cases[k]["ratio"]) for k in order)
-    print(f"Per case over {runs} run(s): median (min-max). ratio: victim / baseline; window, life: charged / copiers' CPU")
-    print(f"{'N':>2} {'flood':<12} {'mode':<10} {'ratio':<18} {'window':<18} {'life':<18}")
+    print(f"Per case over {runs} run(s): median (min-max). ratio: victim's events/s / baseline's; share: its CPU")
+    print("share; window, life, scope: charged / copiers' CPU over sysbench's run, from registration to exit,")
+    print("and over everything the copiers' scopes ran (their start-up before registration included)")
+    print(f"{'N':>2} {'flood':<12} {'mode':<10} " + " ".join(f"{m:<17}" for m in METRICS))
     for k in order:
         c = cases[k]
-        print(f"{k[0]:>2} {k[1]:<12} {k[2]:<10} {summary(c['ratio']):<18} {summary(c['window']):<18} {summary(c['life']):<18}")
+        print(f"{k[0]:>2} {k[1]:<12} {k[2]:<10} " + " ".join(f"{summary(c[m]):<17}" for m in METRICS))
     if tonarid:
         print("tonarid CPU per run (% of one CPU): " + ", ".join(f"{t:.2f}" for t in tonarid))
     low = [(k, min(cases[k]["life"])) for k in order if cases[k]["life"] and min(cases[k]["life"]) < GOAL]
