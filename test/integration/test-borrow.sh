@@ -173,6 +173,60 @@ testcase_proxy_and_libtonari() {
         stop_tonarid proxy
 }
 
+# A proxy for a helper cgroup charges the cgroup's own CPU counter: the work of children and of
+# short-lived processes that ended between two samples included, which a proxy for the parent's
+# PID would not see (its process clock counts its own threads only).
+testcase_cgroup_proxy_counts_children() {
+        trap '_kill_tonarids; kill ${helper:-} 2>/dev/null || true; cleanup_slices' EXIT
+        local d usage charged own t
+        conf cgproxy
+        start_tonarid cgproxy
+        "${CTL[@]}" slice create "${P}g"
+        for d in /sys/fs/cgroup/cpu /sys/fs/cgroup/cpuacct /sys/fs/cgroup; do
+                [[ -d $d/tonari.slice ]] && mkdir "$d/tonari.slice/${P}helper"
+        done
+        id=$("${CTL[@]}" borrow add-proxy "${P}g" "/tonari.slice/${P}helper")
+        # The helper: a shell that starts 30 short busy children one after the other, in the
+        # helper cgroup from before its first instruction.
+        sh -c 'kill -STOP $$; for i in $(seq 30); do sh -c "i=0; while [ \$i -lt 20000 ]; do i=\$((i+1)); done"; done' &
+        helper=$!
+        while [[ $(awk '{ print $3 }' "/proc/$helper/stat") != T ]]; do sleep 0.01; done
+        for d in /sys/fs/cgroup/cpu /sys/fs/cgroup/cpuacct /sys/fs/cgroup; do
+                [[ -d $d/tonari.slice/${P}helper ]] && echo "$helper" >"$d/tonari.slice/${P}helper/cgroup.procs"
+        done
+        kill -CONT "$helper"
+        # The parent's own CPU time, most of it before the children ran: a fraction of theirs.
+        sleep 0.2
+        own=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1000000 / hz }' "/proc/$helper/stat")
+        wait "$helper"
+        helper=
+        if [[ -f /sys/fs/cgroup/cpuacct/tonari.slice/${P}helper/cpuacct.usage ]]; then
+                usage=$(($(cat "/sys/fs/cgroup/cpuacct/tonari.slice/${P}helper/cpuacct.usage") / 1000))
+        else
+                usage=$(awk '$1 == "usage_usec" { print $2 }' "/sys/fs/cgroup/tonari.slice/${P}helper/cpu.stat")
+        fi
+        # Sampled every 100 ms: within a second the charge is the counter's final value.
+        for t in $(seq 20); do
+                charged=$(bprop "${P}g" BorrowedUSec)
+                ((charged == usage)) && break
+                sleep 0.1
+        done
+        echo "helper cgroup ran ${usage} us (the parent itself ${own} us after 0.2 s), charged ${charged} us"
+        assert_ge "$usage" 100000 "CPU time of the helper cgroup"
+        assert_le "$((own * 10))" "$usage" "the parent's own CPU time x10 against the cgroup's"
+        assert_eq "$usage" "$charged"
+        assert_eq 0 "$(bprop "${P}g" DroppedUSec)"
+        # The cgroup goes: so does its proxy, with what it charged kept.
+        for d in /sys/fs/cgroup/cpu /sys/fs/cgroup/cpuacct /sys/fs/cgroup; do
+                [[ -d $d/tonari.slice/${P}helper ]] && rmdir "$d/tonari.slice/${P}helper"
+        done
+        sleep 0.5
+        assert_eq "" "$("${CTL[@]}" --no-legend borrow proxies | awk -v id="$id" '$1 == id')"
+        assert_eq "$charged" "$(bprop "${P}g" BorrowedUSec)"
+        "${CTL[@]}" slice remove "${P}g"
+        stop_tonarid cgproxy
+}
+
 # libtonari's copier charges all the CPU time it spends, not only its reads and writes: with a
 # flood of small writes the time between two measurements is a large share of each iteration
 # (before tonari_charge_switch() the copier charged 0.89 of its time here).
