@@ -23,6 +23,7 @@
 #include "alloc-util.h"
 #include "fd-util.h"
 #include "log.h"
+#include "option-util.h"
 #include "parse-util.h"
 #include "path-util.h"
 #include "string-util.h"
@@ -188,15 +189,6 @@ static void help(void) {
                program_invocation_short_name);
 }
 
-/* Logs that value is not valid for option, with the value escaped; returns -EINVAL. */
-static int invalid_option(const char *option, const char *value, const char *expected) {
-        _cleanup_free_ char *e = cescape(value);
-
-        if (!e)
-                return log_oom();
-        return log_error_errno(EINVAL, "Invalid %s value '%s': expected %s.", option, e, expected);
-}
-
 static int parse_argv(int argc, char *argv[]) {
         enum {
                 ARG_CHARGE = 0x100,
@@ -220,17 +212,17 @@ static int parse_argv(int argc, char *argv[]) {
                         return 0;
                 case ARG_CHARGE:
                         if (!name_is_valid(optarg, NAME_MAX_LEN))
-                                return invalid_option("--charge=", optarg, "a slice name");
+                                return log_invalid_option_value("--charge=", optarg, "a slice name");
                         arg_charge = optarg;
                         break;
                 case ARG_BUFFER:
                         if (parse_size(optarg, 1024, &bytes) < 0 || bytes == 0 || bytes > BUFFER_BYTES_MAX)
-                                return invalid_option("--buffer=", optarg, "a size from 1 byte to 16M");
+                                return log_invalid_option_value("--buffer=", optarg, "a size from 1 byte to 16M");
                         arg_buffer_bytes = (size_t) bytes;
                         break;
                 case ARG_MAX_SIZE:
                         if (parse_size(optarg, 1024, &bytes) < 0 || bytes == 0)
-                                return invalid_option("--max-size=", optarg, "a size of at least 1 byte");
+                                return log_invalid_option_value("--max-size=", optarg, "a size of at least 1 byte");
                         arg_max_size = bytes;
                         break;
                 case '?':

@@ -18,6 +18,7 @@
 
 #include "alloc-util.h"
 #include "log.h"
+#include "option-util.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "string-util.h"
@@ -97,6 +98,7 @@ static void help(void) {
                "\n"
                "Options:\n"
                "  -h --help            Show this help and exit\n"
+               "     --version         Show the version and exit\n"
                "     --rate=HZ         Ticks per second, 1 to %u (default: 20)\n"
                "     --burst=DURATION  At each tick, write lines for this long (default: 3ms)\n"
                "     --lines=N         At each tick, write N lines instead\n"
@@ -104,23 +106,15 @@ static void help(void) {
                program_invocation_short_name, RATE_MAX, LINE_BYTES_MAX, LINE_BYTES_DEFAULT);
 }
 
-static int invalid_option(const char *option, const char *value, const char *expected) {
-        _cleanup_free_ char *e = cescape(value);
-
-        if (!e)
-                return log_oom();
-        return log_error_errno(EINVAL, "Invalid %s value '%s': expected %s.", option, e, expected);
-}
-
 static int parse_argv(int argc, char *argv[]) {
         enum {
-                ARG_RATE = 0x100,
+                ARG_RATE = ARG_COMMON_MAX,
                 ARG_BURST,
                 ARG_LINES,
                 ARG_LINE,
         };
         static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
+                COMMON_OPTIONS,
                 { "rate", required_argument, NULL, ARG_RATE },
                 { "burst", required_argument, NULL, ARG_BURST },
                 { "lines", required_argument, NULL, ARG_LINES },
@@ -128,42 +122,36 @@ static int parse_argv(int argc, char *argv[]) {
                 {},
         };
         uint64_t u;
-        int c;
+        int c, r;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
-                case 'h':
-                        help();
-                        return 0;
                 case ARG_RATE:
                         if (safe_atou(optarg, &arg_rate) < 0 || arg_rate == 0 || arg_rate > RATE_MAX)
-                                return invalid_option("--rate=", optarg, "a number of ticks per second, 1 to 10000");
+                                return log_invalid_option_value("--rate=", optarg, "a number of ticks per second, 1 to 10000");
                         break;
                 case ARG_BURST:
                         if (parse_time(optarg, USEC_PER_SEC, &arg_burst_usec) < 0 || arg_burst_usec == 0 ||
                             arg_burst_usec > USEC_PER_SEC)
-                                return invalid_option("--burst=", optarg, "a duration from 1us to 1s");
+                                return log_invalid_option_value("--burst=", optarg, "a duration from 1us to 1s");
                         arg_lines = 0;
                         break;
                 case ARG_LINES:
                         if (safe_atou64(optarg, &arg_lines) < 0 || arg_lines == 0 || arg_lines > 1000000)
-                                return invalid_option("--lines=", optarg, "a number of lines, 1 to 1000000");
+                                return log_invalid_option_value("--lines=", optarg, "a number of lines, 1 to 1000000");
                         break;
                 case ARG_LINE:
                         if (safe_atou64(optarg, &u) < 0 || u < 2 || u > LINE_BYTES_MAX)
-                                return invalid_option("--line=", optarg, "a size from 2 to 4096 bytes");
+                                return log_invalid_option_value("--line=", optarg, "a size from 2 to 4096 bytes");
                         arg_line_bytes = (size_t) u;
                         break;
-                case '?':
-                        return -EINVAL;
                 default:
-                        return log_error_errno(EINVAL, "Unhandled option %i.", c);
+                        return parse_common_option(c, program_invocation_short_name, help);
                 }
 
-        if (optind < argc) {
-                log_error("No arguments expected. See '%s --help'.", program_invocation_short_name);
-                return -EINVAL;
-        }
+        r = refuse_positional_args(argc, argv);
+        if (r < 0)
+                return r;
         return 1;
 }
 

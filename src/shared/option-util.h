@@ -24,3 +24,7 @@ int parse_common_option(int c, const char *name, void (*help)(void));
 
 /* For a binary that takes options only: -EINVAL, said, when argv has more after them. */
 int refuse_positional_args(int argc, char *argv[]);
+
+/* Logs that value (escaped, in quotes) is not valid for option ("--rate="), saying what was
+ * expected; returns -EINVAL. */
+int log_invalid_option_value(const char *option, const char *value, const char *expected);
