@@ -4,11 +4,11 @@
 bench/borrow-logflood-guest.sh, one set per run, and its "tonarid CPU time" lines) and prints, per
 N, flood and mode, the median and the spread (min-max over the runs) of the victim's ratio to the
 baseline and of the charge fidelity, charged / copiers' CPU, over sysbench's run (window) and over
-the copiers' lives (life), and tonarid's CPU share per run. With --plot=FILE it draws the life-long
-charge fidelity per flood and mode with gnuplot (one panel per N, the spread as error bars, the
-goal of 0.95 as a line).
+the copiers' lives (life), and tonarid's CPU share per run. With --plot=FILE it draws the charge
+fidelity (--metric=, default life) per flood and mode with gnuplot (one panel per N, the spread
+as error bars, the goal of 0.95 as a line). Several logs are read as one (their runs pooled).
 
-usage: borrow-logflood-report.py [--plot=FILE] [LOG]   (LOG defaults to stdin)
+usage: borrow-logflood-report.py [--plot=FILE] [--metric=life|window|scope] [LOG...]   (stdin without LOG)
 """
 
 import collections
@@ -20,6 +20,11 @@ import tempfile
 
 GOAL = 0.95
 METRICS = ("ratio", "share", "window", "life", "scope")
+TITLES = {
+    "life": "from registration to exit",
+    "window": "over sysbench\'s run",
+    "scope": "whole scope, start-up included",
+}
 
 
 def parse(lines):
@@ -54,7 +59,7 @@ def summary(values):
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
-def plot(path, cases, order):
+def plot(path, cases, order, metric):
     ns = sorted({k[0] for k in order})
     floods = [f for f in dict.fromkeys(k[1] for k in order)]
     modes = [m for m in dict.fromkeys(k[2] for k in order) if not m.startswith("none") and not m.startswith("inside")]
@@ -66,7 +71,7 @@ def plot(path, cases, order):
             for i, f in enumerate(floods):
                 row = [str(i), f]
                 for mo in modes:
-                    v = cases.get((n, f, mo), {}).get("life", [])
+                    v = cases.get((n, f, mo), {}).get(metric, [])
                     row += [f"{statistics.median(v):.4f}", f"{min(v):.4f}", f"{max(v):.4f}"] if v else ["NaN"] * 3
                 data.write(" ".join(row) + "\n")
             data.write("\n\n")
@@ -74,8 +79,8 @@ def plot(path, cases, order):
     script = [
         "set terminal pngcairo size %d,%d font ',10'" % (460 * len(ns) + 120, 460),
         f"set output '{path}'",
-        'set multiplot layout 1,%d title "Charge fidelity: charged / helper CPU over each copier\'s life (median, min-max)"'
-        % len(ns),
+        'set multiplot layout 1,%d title "Charge fidelity: charged / helper CPU, %s (median, min-max)"'
+        % (len(ns), TITLES[metric]),
         "set yrange [0:1.1]",
         "set ylabel 'charged / helper CPU'",
         "set xtics rotate by -30",
@@ -105,17 +110,27 @@ def plot(path, cases, order):
 
 def main(argv):
     plot_path = None
+    metric = "life"
     args = []
     for a in argv[1:]:
         if a.startswith("--plot="):
             plot_path = a.split("=", 1)[1]
+        elif a.startswith("--metric="):
+            metric = a.split("=", 1)[1]
+            if metric not in TITLES:
+                print(f"borrow-logflood-report: invalid --metric= value '{metric}': expected life, window or scope",
+                      file=sys.stderr)
+                return 2
         elif a in ("-h", "--help"):
             print(__doc__)
             return 0
         else:
             args.append(a)
-    with open(args[0]) if args else sys.stdin as f:
-        cases, order, tonarid = parse(f)
+    lines = []
+    for path in args or ["-"]:
+        with open(path) if path != "-" else sys.stdin as f:
+            lines += f.readlines()
+    cases, order, tonarid = parse(lines)
     if not order:
         print("borrow-logflood-report: no CASE lines in the log", file=sys.stderr)
         return 1
@@ -129,11 +144,11 @@ def main(argv):
         print(f"{k[0]:>2} {k[1]:<12} {k[2]:<10} " + " ".join(f"{summary(c[m]):<17}" for m in METRICS))
     if tonarid:
         print("tonarid CPU per run (% of one CPU): " + ", ".join(f"{t:.2f}" for t in tonarid))
-    low = [(k, min(cases[k]["life"])) for k in order if cases[k]["life"] and min(cases[k]["life"]) < GOAL]
+    low = [(k, min(cases[k][metric])) for k in order if cases[k][metric] and min(cases[k][metric]) < GOAL]
     for k, v in low:
-        print(f"BELOW GOAL n={k[0]} flood={k[1]} mode={k[2]} life={v:.3f}")
+        print(f"BELOW GOAL n={k[0]} flood={k[1]} mode={k[2]} {metric}={v:.3f}")
     if plot_path:
-        plot(plot_path, cases, order)
+        plot(plot_path, cases, order, metric)
         print(f"wrote {plot_path}")
     return 0
 
