@@ -9,26 +9,9 @@
 #include "parse-util.h"
 #include "path-util.h"
 #include "relay-conf.h"
+#include "rpc.h"
 #include "string-util.h"
 #include "strv.h"
-
-/* "unix:/absolute/path", "HOST:PORT" or "[V6]:PORT"; gRPC's own syntax for both. */
-static bool listen_address_is_valid(const char *a) {
-        const char *path = startswith(a, "unix:"), *colon;
-        unsigned port;
-
-        if (path)
-                return path_is_normalized_absolute(path) && strlen(a) < RELAY_ADDRESS_MAX;
-        colon = strrchr(a, ':');
-        if (!colon || colon == a || safe_atou(colon + 1, &port) < 0 || port == 0 || port > 65535)
-                return false;
-        if (a[0] == '[' && colon[-1] != ']')
-                return false;
-        for (const char *p = a; p < colon; p++)
-                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]", *p))
-                        return false;
-        return true;
-}
 
 static bool registry_host_is_valid(const char *h) {
         /* The host part of an image reference: validated by the reference parser itself. */
@@ -39,7 +22,7 @@ static bool registry_host_is_valid(const char *h) {
 }
 
 static int parse_listen_address(const char *word, void *ret) {
-        if (!listen_address_is_valid(word) || strlen(word) >= RELAY_ADDRESS_MAX)
+        if (!rpc_address_is_valid(word) || strlen(word) >= RELAY_ADDRESS_MAX)
                 return -EINVAL;
         strcpy(ret, word);
         return 0;

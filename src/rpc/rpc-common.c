@@ -8,6 +8,8 @@
 
 #include "alloc-util.h"
 #include "log.h"
+#include "parse-util.h"
+#include "path-util.h"
 #include "rpc-internal.h"
 #include "string-util.h"
 
@@ -172,4 +174,21 @@ void rpc_cq_destroy(grpc_completion_queue *cq) {
                GRPC_QUEUE_SHUTDOWN)
                 ;
         grpc_completion_queue_destroy(cq);
+}
+
+bool rpc_address_is_valid(const char *a) {
+        const char *path = startswith(a, "unix:"), *colon;
+        unsigned port;
+
+        if (path)
+                return path_is_normalized_absolute(path);
+        colon = strrchr(a, ':');
+        if (!colon || colon == a || safe_atou(colon + 1, &port) < 0 || port == 0 || port > 65535)
+                return false;
+        if (a[0] == '[' && colon[-1] != ']')
+                return false;
+        for (const char *p = a; p < colon; p++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]", *p))
+                        return false;
+        return true;
 }

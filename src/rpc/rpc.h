@@ -124,6 +124,10 @@ bool rpc_call_cancelled(RpcCall *c);
 typedef struct RpcChannel RpcChannel;
 typedef struct RpcStream RpcStream;
 
+/* Whether a is an address in the syntax tonari accepts for a server or a channel: "unix:/absolute/path"
+ * (normalized), "HOST:PORT" or "[V6]:PORT" with a port from 1 to 65535. Checks form, not reachability. */
+bool rpc_address_is_valid(const char *a) _pure_;
+
 /* target: "unix:/path" or "host:port". Connects lazily, at the first call. */
 int rpc_channel_new(const char *target, const RpcOptions *o, RpcChannel **ret);
 RpcChannel *rpc_channel_free(RpcChannel *c);
