@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -7,6 +9,7 @@
 #include "alloc-util.h"
 #include "imagefs-relay.h"
 #include "layers.pb-c.h"
+#include "relay.pb-c.h"
 #include "rpc-proto.h"
 #include "string-util.h"
 #include "strv.h"
@@ -166,24 +169,27 @@ int imagefs_relay_get_toc(ImagefsRelay *r, const char *layer, usec_t timeout, vo
                         if (k <= 0)
                                 break;
                         if (p->offset != got)
-                                return -EBADMSG;
+                                return set_error_message(ret_error, -EBADMSG, "a piece at offset %" PRIu64 " where offset %" PRIu64 " was due",
+                                               p->offset, got);
                         if (got == 0) {
                                 if (p->total_bytes == 0 || p->total_bytes > TOC_SIZE_MAX ||
                                     digest_from_string(p->digest, &digest) < 0)
-                                        return -EBADMSG;
+                                        return set_error_message(ret_error, -EBADMSG, "a first piece announcing %" PRIu64 " bytes and digest '%s'",
+                                                       p->total_bytes, p->digest);
                                 total = p->total_bytes;
                                 data = malloc(total);
                                 if (!data)
                                         return -ENOMEM;
                         }
                         if (p->data.len > total - got)
-                                return -EBADMSG;
+                                return set_error_message(ret_error, -EBADMSG, "%zu bytes at offset %" PRIu64 ", beyond the %" PRIu64 " bytes announced",
+                                               p->data.len, got, total);
                         memcpy(data + got, p->data.data, p->data.len);
                         got += p->data.len;
                 }
                 if (k == 0) {
                         if (got != total || got == 0)
-                                return -EBADMSG;
+                                return set_error_message(ret_error, -EBADMSG, "truncated at offset %" PRIu64 " of %" PRIu64 " bytes", got, total);
                         *ret_data = TAKE_PTR(data);
                         *ret_size = (size_t) got;
                         *ret_digest = digest;
@@ -359,5 +365,36 @@ int imagefs_relay_getxattr(ImagefsRelay *r, const char *layer, uint64_t inode, c
                 return -ENOMEM;
         *ret_value = v;
         *ret_size = m->value.len;
+        return 0;
+}
+
+int imagefs_relay_get_image(ImagefsRelay *r, const char *name, usec_t timeout, ImagefsImageLayer **ret_layers,
+                            size_t *ret_n_layers, char **ret_error) {
+        _cleanup_proto_ Tonari__Relay__V1__Image *m = NULL;
+        Tonari__Relay__V1__GetImageRequest req = TONARI__RELAY__V1__GET_IMAGE_REQUEST__INIT;
+        _cleanup_free_ ImagefsImageLayer *layers = NULL;
+        int k;
+
+        req.name = (char *) name;
+        k = unary(r, "/tonari.relay.v1.Relay/GetImage", &req.base, &tonari__relay__v1__image__descriptor, timeout,
+                  (ProtobufCMessage **) &m, ret_error);
+        if (k < 0)
+                return k;
+        if (m->n_layers == 0)
+                return set_error_message(ret_error, -EBADMSG, "the relay describes image '%s' without layers", name);
+        layers = new0(ImagefsImageLayer, m->n_layers);
+        if (!layers)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_layers; i++) {
+                const Tonari__Relay__V1__Layer *l = m->layers[i];
+
+                if (digest_from_string(l->diff_id, &layers[i].diff_id) < 0 ||
+                    (!isempty(l->toc_digest) && digest_from_string(l->toc_digest, &layers[i].toc_digest) < 0))
+                        return set_error_message(ret_error, -EBADMSG, "the relay describes layer %zu of image '%s' with diff_id '%s' and "
+                                       "ToC digest '%s'", i, name, l->diff_id, l->toc_digest);
+                layers[i].has_toc_digest = !isempty(l->toc_digest);
+        }
+        *ret_n_layers = m->n_layers;
+        *ret_layers = TAKE_PTR(layers);
         return 0;
 }

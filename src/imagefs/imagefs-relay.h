@@ -12,6 +12,8 @@
  * not tried again (its consumer has them): it fails with its error.
  */
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "imagefs-cache.h"
@@ -30,7 +32,8 @@ const char *imagefs_relay_address(const ImagefsRelay *r) _pure_;
 /* The errors below come with the relay's message in *ret_error (optional, malloc'ed or NULL). */
 
 /* The ToC's bytes as the relay assembled them, with the digest and size it announced (checked here:
- * -EBADMSG when the pieces are not contiguous or do not add up to the size). */
+ * -EBADMSG when the pieces are not contiguous or do not add up to the size; *ret_error then says at
+ * which offset). */
 int imagefs_relay_get_toc(ImagefsRelay *r, const char *layer, usec_t timeout, void **ret_data, size_t *ret_size,
                           Digest *ret_digest, char **ret_error);
 
@@ -56,3 +59,16 @@ int imagefs_relay_listxattr(ImagefsRelay *r, const char *layer, uint64_t inode, 
                             char **ret_error);
 int imagefs_relay_getxattr(ImagefsRelay *r, const char *layer, uint64_t inode, const char *name, usec_t timeout,
                            void **ret_value, size_t *ret_size, char **ret_error);
+
+/* A layer of an image, bottom first, as Relay.GetImage (protocols/tonari/relay/v1) lists it. */
+typedef struct ImagefsImageLayer {
+        Digest diff_id;
+        Digest toc_digest;
+        bool has_toc_digest;
+} ImagefsImageLayer;
+
+/* The layers of the image called name in the relay's store: -ENOENT for an unknown image (the relay's
+ * message in *ret_error), -ETIMEDOUT when the relay could not be reached within timeout, -EBADMSG for a
+ * description that does not parse. */
+int imagefs_relay_get_image(ImagefsRelay *r, const char *name, usec_t timeout, ImagefsImageLayer **ret_layers,
+                            size_t *ret_n_layers, char **ret_error);
