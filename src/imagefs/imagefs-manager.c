@@ -35,6 +35,7 @@
  * On 6.9+ the forwarder becomes optional: the worker holds the fds in the fd store and asks the kernel
  * to resend with FUSE_NOTIFY_RESEND after a restart.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -42,25 +43,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
 #include <sys/eventfd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
 #include "alloc-util.h"
+#include "bus-util.h"
 #include "fd-util.h"
+#include "fileio.h"
+#include "imagefs-bus.h"
 #include "imagefs-cache.h"
 #include "imagefs-fuse.h"
 #include "imagefs-manager.h"
 #include "imagefs-relay.h"
 #include "imagefs-toc.h"
 #include "log.h"
+#include "mkdir.h"
+#include "path-util.h"
 #include "string-util.h"
+
+/* An image mounted on a target by MountImage or MountOverlay. */
+typedef struct ImageMount {
+        char *target;
+        char *image;
+        char *upperdir, *workdir; /* NULL: read-only */
+        ImagefsMount **layers;    /* bottom first; each owned by the manager's mounts, shared */
+        size_t n_layers;
+} ImageMount;
 
 struct ImagefsManager {
         sd_event *event;
+        sd_bus *bus;
+        char *relay_address;
+        char *mount_directory;
+        bool exit_when_idle;
         ImagefsCache *cache;
+        char *cache_directory;
+        uint64_t cache_max_bytes;
         usec_t read_timeout_usec;
         char *stats_file;
 
@@ -71,6 +96,9 @@ struct ImagefsManager {
 
         int notify_fd;
         sd_event_source *notify_source;
+
+        ImageMount *images;
+        size_t n_images;
 };
 
 static void format_counters(ImagefsMount *mount, char *buf, size_t size) {
@@ -122,6 +150,8 @@ int imagefs_manager_write_stats(ImagefsManager *m) {
         return 0;
 }
 
+static void unmount_all_images(ImagefsManager *m);
+
 static void remove_mount(ImagefsManager *m, size_t i) {
         char line[1024];
 
@@ -134,6 +164,18 @@ static void remove_mount(ImagefsManager *m, size_t i) {
         m->n_mounts--;
 }
 
+/* Whether an image stacks the layer mount: it stays (ended or not) until the image is unmounted. */
+static bool layer_in_use(const ImagefsManager *m, const ImagefsMount *mount, const ImageMount *except) {
+        for (size_t i = 0; i < m->n_images; i++) {
+                if (&m->images[i] == except)
+                        continue;
+                for (size_t j = 0; j < m->images[i].n_layers; j++)
+                        if (m->images[i].layers[j] == mount)
+                                return true;
+        }
+        return false;
+}
+
 static int on_mount_ended(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ImagefsManager *m = userdata;
         uint64_t v;
@@ -142,9 +184,9 @@ static int on_mount_ended(sd_event_source *s, int fd, uint32_t revents, void *us
         /* The ended mounts' counters too, before they go. */
         (void) imagefs_manager_write_stats(m);
         for (size_t i = m->n_mounts; i > 0; i--)
-                if (!imagefs_mount_running(m->mounts[i - 1]))
+                if (!imagefs_mount_running(m->mounts[i - 1]) && !layer_in_use(m, m->mounts[i - 1], NULL))
                         remove_mount(m, i - 1);
-        if (m->n_mounts == 0) {
+        if (m->n_mounts == 0 && m->exit_when_idle) {
                 log_info("No mounts left, exiting.");
                 return sd_event_exit(sd_event_source_get_event(s), 0);
         }
@@ -170,6 +212,21 @@ int imagefs_manager_new(const ImagefsManagerConfig *config, ImagefsManager **ret
                 return log_oom();
         m->notify_fd = -EBADF;
         m->read_timeout_usec = config->read_timeout_usec;
+        m->cache_max_bytes = config->cache_max_bytes;
+        m->cache_directory = strdup(config->cache_directory);
+        if (!m->cache_directory)
+                return log_oom();
+        m->exit_when_idle = config->exit_when_idle;
+        if (config->relay) {
+                m->relay_address = strdup(config->relay);
+                if (!m->relay_address)
+                        return log_oom();
+        }
+        if (config->mount_directory) {
+                m->mount_directory = strdup(config->mount_directory);
+                if (!m->mount_directory)
+                        return log_oom();
+        }
         if (config->stats_file) {
                 m->stats_file = strdup(config->stats_file);
                 if (!m->stats_file)
@@ -215,6 +272,12 @@ int imagefs_manager_new(const ImagefsManagerConfig *config, ImagefsManager **ret
 ImagefsManager *imagefs_manager_free(ImagefsManager *m) {
         if (!m)
                 return NULL;
+        unmount_all_images(m);
+        free(m->images);
+        sd_bus_flush_close_unref(m->bus);
+        free(m->relay_address);
+        free(m->mount_directory);
+        free(m->cache_directory);
         while (m->n_mounts > 0)
                 remove_mount(m, m->n_mounts - 1);
         free(m->mounts);
@@ -250,31 +313,50 @@ static int get_relay(ImagefsManager *m, const char *address, ImagefsRelay **ret)
 }
 
 static int load_toc(ImagefsManager *m, ImagefsRelay *relay, const ImagefsMountRequest *q, Toc **ret,
-                    uint64_t *ret_bytes) {
+                    uint64_t *ret_bytes, char **ret_message) {
         _cleanup_free_ char *err = NULL;
         _cleanup_free_ void *data = NULL;
         char want[DIGEST_STRING_MAX], got[DIGEST_STRING_MAX];
         size_t size;
-        Digest announced;
+        Digest announced, d;
         int r;
 
         r = imagefs_relay_get_toc(relay, q->layer, m->read_timeout_usec, &data, &size, &announced, &err);
+        if (r == -ETIMEDOUT)
+                return set_error_message(ret_message, r, "The relay %s could not be reached within %" PRIu64 " ms for "
+                                         "the ToC of layer %s%s%s", q->relay, m->read_timeout_usec / USEC_PER_MSEC,
+                                         q->layer, err ? ": " : ".", strempty(err));
+        if (r == -EBADMSG)
+                return set_error_message(ret_message, r, "The ToC of layer %s from %s is corrupt: %s.", q->layer,
+                                         q->relay, strna(err));
         if (r < 0)
-                return log_error_errno(r, "Failed to get the ToC of layer %s from %s: %s%s%m", q->layer, q->relay,
-                                       strempty(err), err ? ": " : "");
+                return set_error_message(ret_message, r, "Failed to get the ToC of layer %s from %s: %s", q->layer,
+                                         q->relay, err ?: strerror(-r));
         if (q->toc_digest && !digest_equal(q->toc_digest, &announced))
-                return log_error_errno(EBADMSG, "The relay announced ToC %s for layer %s, expected %s.",
-                                       digest_to_string(&announced, got), q->layer, digest_to_string(q->toc_digest, want));
-        r = imagefs_toc_load(data, size, q->toc_digest ?: &announced, ret);
+                return set_error_message(ret_message, -EBADMSG, "The relay announced ToC %s for layer %s, expected %s.",
+                                         digest_to_string(&announced, got), q->layer,
+                                         digest_to_string(q->toc_digest, want));
+        r = digest_buffer(data, size, &d);
         if (r < 0)
-                return log_error_errno(r, "The ToC of layer %s from %s does not match its digest %s or is malformed: %m",
-                                       q->layer, q->relay, digest_to_string(&announced, want));
+                return set_error_message(ret_message, r, "Failed to hash the ToC of layer %s: %s", q->layer,
+                                         strerror(-r));
+        if (!digest_equal(&d, q->toc_digest ?: &announced))
+                return set_error_message(ret_message, -EBADMSG, "The ToC of layer %s from %s is corrupt: its %zu bytes "
+                                         "have digest %s, not %s.", q->layer, q->relay, size,
+                                         digest_to_string(&d, got), digest_to_string(q->toc_digest ?: &announced, want));
+        /* Verified above: opening it needs no second hash. */
+        r = toc_open_owned(data, size, ret);
+        if (r < 0)
+                return set_error_message(ret_message, r, "The ToC of layer %s from %s (%zu bytes, digest %s) is "
+                                         "malformed: %s", q->layer, q->relay, size, digest_to_string(&d, want),
+                                         strerror(-r));
         TAKE_PTR(data);
         *ret_bytes = size;
         return 0;
 }
 
-int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *q) {
+/* Loads the layer's ToC (ToC mode), verifies it, mounts: on failure *ret_message says why. */
+static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMount **ret, char **ret_message) {
         ImagefsMountConfig config = {
                 .layer = q->layer,
                 .mountpoint = q->mountpoint,
@@ -289,13 +371,13 @@ int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *q) {
         int r;
 
         if (digest_from_string(q->layer, &d) < 0)
-                return log_error_errno(EINVAL, "Invalid layer digest '%s'.", q->layer);
+                return set_error_message(ret_message, -EINVAL, "Invalid layer digest '%s'.", q->layer);
         r = get_relay(m, q->relay, &relay);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up relay '%s': %m", q->relay);
+                return set_error_message(ret_message, r, "Failed to set up relay '%s': %s", q->relay, strerror(-r));
         if (q->use_toc) {
                 start = now(CLOCK_MONOTONIC);
-                r = load_toc(m, relay, q, &toc, &toc_bytes);
+                r = load_toc(m, relay, q, &toc, &toc_bytes, ret_message);
                 if (r < 0)
                         return r;
                 load_usec = now(CLOCK_MONOTONIC) - start;
@@ -303,25 +385,40 @@ int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *q) {
         n = reallocarray(m->mounts, m->n_mounts + 1, sizeof(*n));
         if (!n) {
                 toc_free(toc);
-                return log_oom();
+                return -ENOMEM;
         }
         m->mounts = n;
         r = imagefs_mount_new(&config, toc, relay, m->cache, &mount);
         if (r < 0) {
                 toc_free(toc);
-                return log_oom();
+                return -ENOMEM;
         }
         imagefs_mount_set_toc_load(mount, toc_bytes, load_usec);
         r = imagefs_mount_start(mount, m->notify_fd);
         if (r < 0) {
                 imagefs_mount_free(mount);
-                return log_error_errno(r, "Failed to mount layer %s on '%s': %m", q->layer, q->mountpoint);
+                return set_error_message(ret_message, r, "Failed to mount layer %s on '%s': %s", q->layer,
+                                         q->mountpoint, strerror(-r));
         }
         m->mounts[m->n_mounts++] = mount;
         log_struct(LOG_INFO,
                    LOG_MESSAGE("Mounted layer %s on %s (%s, ToC of %" PRIu64 " bytes loaded in %" PRIu64 " us).", q->layer,
                                q->mountpoint, q->use_toc ? "ToC mode" : "no-ToC mode", toc_bytes, load_usec),
                    "TONARI_LAYER=%s", q->layer);
+        if (ret)
+                *ret = mount;
+        return 0;
+}
+
+int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *q) {
+        _cleanup_free_ char *message = NULL;
+        int r;
+
+        r = add_mount(m, q, NULL, &message);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "%s", message ?: strerror(-r));
         return 0;
 }
 
@@ -335,4 +432,441 @@ int imagefs_manager_run(ImagefsManager *m) {
         while (m->n_mounts > 0)
                 remove_mount(m, m->n_mounts - 1);
         return r;
+}
+
+/* Daemon mode: images. */
+
+_printf_(4, 5) static int fail(ImagefsError *e, ImagefsFailure failure, int r, const char *format, ...) {
+        va_list ap;
+
+        e->failure = failure;
+        free(e->message);
+        e->message = NULL;
+        va_start(ap, format);
+        if (vasprintf(&e->message, format, ap) < 0)
+                e->message = NULL;
+        va_end(ap);
+        log_info("Refused: %s", strna(e->message));
+        return r;
+}
+
+/* A directory given by the caller: absolute, normalized, there. option: it goes into overlayfs's options,
+ * which split on ',' and ':' (and take '\\' as an escape). */
+static int check_directory(const char *what, const char *path, bool option, ImagefsError *e) {
+        _cleanup_free_ char *q = cescape(path);
+        struct stat st;
+
+        if (!q)
+                return -ENOMEM;
+        if (!path_is_normalized_absolute(path))
+                return fail(e, IMAGEFS_FAILURE_INVALID_PATH, -EINVAL,
+                            "Invalid %s '%s': expected an absolute path without '.', '..' or '//' components.", what, q);
+        if (option && strpbrk(path, ",:\\"))
+                return fail(e, IMAGEFS_FAILURE_INVALID_PATH, -EINVAL,
+                            "Invalid %s '%s': overlayfs cannot take a path with ',', ':' or '\\'.", what, q);
+        if (stat(path, &st) < 0) {
+                if (errno == ENOENT)
+                        return fail(e, IMAGEFS_FAILURE_NO_SUCH_DIRECTORY, -ENOENT, "The %s '%s' does not exist.", what, q);
+                return fail(e, IMAGEFS_FAILURE_FAILED, -errno, "Cannot use %s '%s': %s", what, q, strerror(errno));
+        }
+        if (!S_ISDIR(st.st_mode))
+                return fail(e, IMAGEFS_FAILURE_NOT_A_DIRECTORY, -ENOTDIR, "The %s '%s' is not a directory.", what, q);
+        return 0;
+}
+
+static ImageMount *find_image(ImagefsManager *m, const char *target) {
+        for (size_t i = 0; i < m->n_images; i++)
+                if (streq(m->images[i].target, target))
+                        return &m->images[i];
+        return NULL;
+}
+
+static bool is_mount_root(const char *path) {
+        struct statx stx;
+
+        return statx(AT_FDCWD, path, AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &stx) >= 0 &&
+               (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+/* The mount of layer diff_id (shared with the images that have it), mounted now if it is not yet. */
+static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, ImagefsMount **ret, ImagefsError *e) {
+        _cleanup_free_ char *dir = NULL, *message = NULL;
+        char layer[DIGEST_STRING_MAX], hex[DIGEST_HEX_LEN + 1];
+        struct stat st;
+        int r;
+
+        digest_to_string(&l->diff_id, layer);
+        for (size_t i = 0; i < m->n_mounts; i++)
+                if (streq(imagefs_mount_layer(m->mounts[i]), layer) && imagefs_mount_running(m->mounts[i])) {
+                        *ret = m->mounts[i];
+                        return 0;
+                }
+
+        /* 16 hex digits: short enough for overlayfs's option page to hold ~90 layers' paths; a prefix two
+         * layers share is refused below (the mount point is in use). */
+        digest_to_hex(&l->diff_id, hex);
+        if (asprintf(&dir, "%s/layers/%.16s", m->mount_directory, hex) < 0)
+                return -ENOMEM;
+        /* A layer mount a killed daemon left behind cannot be stat()ed (ENOTCONN): detach it. */
+        if (stat(dir, &st) < 0 && errno == ENOTCONN)
+                (void) umount2(dir, MNT_DETACH);
+        r = mkdirat_p(AT_FDCWD, dir, 0755);
+        if (r < 0)
+                return fail(e, IMAGEFS_FAILURE_FAILED, r, "Failed to create '%s': %s", dir, strerror(-r));
+        if (is_mount_root(dir))
+                return fail(e, IMAGEFS_FAILURE_FAILED, -EBUSY, "The mount point '%s' of layer %s is in use.", dir, layer);
+
+        r = add_mount(m, &(ImagefsMountRequest) {
+                .relay = m->relay_address,
+                .layer = layer,
+                .mountpoint = dir,
+                .use_toc = true,
+                .toc_digest = l->has_toc_digest ? &l->toc_digest : NULL,
+        }, ret, &message);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                (void) rmdir(dir);
+                return fail(e,
+                            r == -ETIMEDOUT ? IMAGEFS_FAILURE_RELAY_UNREACHABLE :
+                            r == -EBADMSG   ? IMAGEFS_FAILURE_BAD_TOC :
+                                              IMAGEFS_FAILURE_FAILED,
+                            r, "%s", message ?: strerror(-r));
+        }
+        return 0;
+}
+
+/* Stops the layer mounts of image that no other image uses. */
+static void release_layers(ImagefsManager *m, ImageMount *image) {
+        for (size_t j = 0; j < image->n_layers; j++) {
+                _cleanup_free_ char *dir = NULL;
+
+                if (layer_in_use(m, image->layers[j], image))
+                        continue;
+                /* A layer twice in one image: once is enough. */
+                for (size_t k = 0; k < j; k++)
+                        if (image->layers[k] == image->layers[j])
+                                goto next;
+                for (size_t i = 0; i < m->n_mounts; i++)
+                        if (m->mounts[i] == image->layers[j]) {
+                                dir = strdup(imagefs_mount_path(m->mounts[i]));
+                                remove_mount(m, i);
+                                break;
+                        }
+                if (dir)
+                        (void) rmdir(dir);
+        next:;
+        }
+}
+
+static void image_mount_done(ImageMount *image) {
+        free(image->target);
+        free(image->image);
+        free(image->upperdir);
+        free(image->workdir);
+        free(image->layers);
+}
+
+static void remove_image(ImagefsManager *m, ImageMount *image) {
+        size_t i = image - m->images;
+
+        release_layers(m, image);
+        image_mount_done(image);
+        memmove(m->images + i, m->images + i + 1, (m->n_images - i - 1) * sizeof(m->images[0]));
+        m->n_images--;
+}
+
+static int overlay_options(ImagefsManager *m, ImagefsMount **layers, size_t n, const char *upperdir,
+                           const char *workdir, char **ret) {
+        _cleanup_free_ char *o = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        size_t size;
+
+        f = open_memstream(&o, &size);
+        if (!f)
+                return -ENOMEM;
+        fputs("lowerdir=", f);
+        for (size_t i = n; i > 0; i--)
+                fprintf(f, "%s%s", imagefs_mount_path(layers[i - 1]), i > 1 ? ":" : "");
+        /* overlayfs wants two lower layers when there is no upper one: an empty directory under a
+         * one-layer image changes nothing. */
+        if (n == 1 && !upperdir)
+                fprintf(f, ":%s/empty", m->mount_directory);
+        if (upperdir)
+                fprintf(f, ",upperdir=%s,workdir=%s", upperdir, workdir);
+        if (fflush(f) != 0 || ferror(f))
+                return -ENOMEM;
+        f = safe_fclose(f);
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char *target, const char *upperdir,
+                                const char *workdir, ImagefsError *e) {
+        _cleanup_free_ ImagefsImageLayer *layers = NULL;
+        _cleanup_free_ ImagefsMount **mounts = NULL;
+        _cleanup_free_ char *err = NULL, *options = NULL, *qimage = NULL, *empty = NULL;
+        ImageMount *n;
+        ImagefsRelay *relay;
+        size_t n_layers = 0;
+        usec_t start = now(CLOCK_MONOTONIC);
+        int r;
+
+        assert(m->relay_address && m->mount_directory);
+        qimage = cescape(image);
+        if (!qimage)
+                return -ENOMEM;
+        if (isempty(image) || string_has_cc(image))
+                return fail(e, IMAGEFS_FAILURE_NO_SUCH_IMAGE, -EINVAL, "Invalid image name '%s'.", qimage);
+        r = check_directory("target", target, false, e);
+        if (r < 0)
+                return r;
+        if (upperdir) {
+                r = check_directory("upper directory", upperdir, true, e);
+                if (r < 0)
+                        return r;
+                r = check_directory("work directory", workdir, true, e);
+                if (r < 0)
+                        return r;
+                if (streq(upperdir, workdir) || path_equal_or_below(upperdir, workdir) ||
+                    path_equal_or_below(workdir, upperdir))
+                        return fail(e, IMAGEFS_FAILURE_INVALID_PATH, -EINVAL,
+                                    "The upper directory '%s' and the work directory '%s' must be apart.", upperdir,
+                                    workdir);
+        }
+        if (find_image(m, target))
+                return fail(e, IMAGEFS_FAILURE_ALREADY_MOUNTED, -EEXIST, "An image is mounted on '%s' already.", target);
+        if (is_mount_root(target))
+                return fail(e, IMAGEFS_FAILURE_ALREADY_MOUNTED, -EEXIST,
+                            "Something is mounted on '%s' already (it is a mount point).", target);
+
+        r = get_relay(m, m->relay_address, &relay);
+        if (r < 0)
+                return fail(e, IMAGEFS_FAILURE_FAILED, r, "Failed to set up relay '%s': %s", m->relay_address,
+                            strerror(-r));
+        r = imagefs_relay_get_image(relay, image, m->read_timeout_usec, &layers, &n_layers, &err);
+        if (r == -ENOENT)
+                return fail(e, IMAGEFS_FAILURE_NO_SUCH_IMAGE, r, "The relay %s has no image '%s'%s%s", m->relay_address,
+                            qimage, err ? ": " : ".", strempty(err));
+        if (r == -ETIMEDOUT)
+                return fail(e, IMAGEFS_FAILURE_RELAY_UNREACHABLE, r,
+                            "The relay %s could not be reached within %" PRIu64 " ms%s%s", m->relay_address,
+                            m->read_timeout_usec / USEC_PER_MSEC, err ? ": " : ".", strempty(err));
+        if (r < 0)
+                return fail(e, IMAGEFS_FAILURE_FAILED, r, "Failed to get image '%s' from %s: %s", qimage,
+                            m->relay_address, err ?: strerror(-r));
+
+        if (!upperdir && n_layers == 1) {
+                empty = path_join(m->mount_directory, "empty");
+                if (!empty)
+                        return -ENOMEM;
+                r = mkdirat_p(AT_FDCWD, empty, 0755);
+                if (r < 0)
+                        return fail(e, IMAGEFS_FAILURE_FAILED, r, "Failed to create '%s': %s", empty, strerror(-r));
+        }
+
+        n = reallocarray(m->images, m->n_images + 1, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        m->images = n;
+        n = &m->images[m->n_images];
+        *n = (ImageMount) {
+                .target = strdup(target),
+                .image = strdup(image),
+                .upperdir = upperdir ? strdup(upperdir) : NULL,
+                .workdir = workdir ? strdup(workdir) : NULL,
+                .layers = new0(ImagefsMount *, n_layers),
+        };
+        /* Counted now, so that a failure below releases the layers mounted so far. */
+        m->n_images++;
+        if (!n->target || !n->image || !n->layers || (upperdir && (!n->upperdir || !n->workdir))) {
+                remove_image(m, n);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_layers; i++) {
+                r = get_layer(m, &layers[i], &n->layers[i], e);
+                if (r < 0) {
+                        remove_image(m, n);
+                        return r;
+                }
+                n->n_layers++;
+        }
+        r = overlay_options(m, n->layers, n->n_layers, upperdir, workdir, &options);
+        if (r < 0) {
+                remove_image(m, n);
+                return r;
+        }
+        if (mount("overlay", target, "overlay", upperdir ? 0 : MS_RDONLY, options) < 0) {
+                r = -errno;
+                remove_image(m, n);
+                if (r == -EINVAL && strlen(options) >= 4000)
+                        return fail(e, IMAGEFS_FAILURE_FAILED, r, "Failed to mount image '%s' on '%s': its %zu layers "
+                                    "are more than overlayfs's options can name.", qimage, target, n_layers);
+                return fail(e, IMAGEFS_FAILURE_FAILED, r, "Failed to mount overlayfs on '%s' (%s): %s", target, options,
+                            strerror(-r));
+        }
+        log_struct(LOG_INFO,
+                   LOG_MESSAGE("Mounted image '%s' on %s (%zu layers%s%s, %" PRIu64 " ms).", qimage, target, n_layers,
+                               upperdir ? ", writable in " : ", read-only", strempty(upperdir),
+                               (now(CLOCK_MONOTONIC) - start) / USEC_PER_MSEC),
+                   "TONARI_IMAGE=%s", image, "TONARI_TARGET=%s", target);
+        return 0;
+}
+
+int imagefs_manager_unmount_image(ImagefsManager *m, const char *target, ImagefsError *e) {
+        _cleanup_free_ char *q = cescape(target);
+        ImageMount *image;
+
+        if (!q)
+                return -ENOMEM;
+        if (!path_is_normalized_absolute(target))
+                return fail(e, IMAGEFS_FAILURE_INVALID_PATH, -EINVAL,
+                            "Invalid target '%s': expected an absolute path without '.', '..' or '//' components.", q);
+        image = find_image(m, target);
+        if (!image)
+                return fail(e, IMAGEFS_FAILURE_NOT_MOUNTED, -ENOENT, "No image is mounted on '%s'.", q);
+        /* EINVAL: no longer a mount point (unmounted from outside); the layers go all the same. */
+        if (umount2(target, UMOUNT_NOFOLLOW) < 0 && errno != EINVAL) {
+                if (errno == EBUSY)
+                        return fail(e, IMAGEFS_FAILURE_BUSY, -EBUSY, "The image on '%s' is in use.", q);
+                return fail(e, IMAGEFS_FAILURE_FAILED, -errno, "Failed to unmount '%s': %s", q, strerror(errno));
+        }
+        log_struct(LOG_INFO, LOG_MESSAGE("Unmounted image '%s' from %s.", image->image, target),
+                   "TONARI_IMAGE=%s", image->image, "TONARI_TARGET=%s", target);
+        remove_image(m, image);
+        return 0;
+}
+
+/* At exit: the overlays are detached (a container still using one keeps it until it exits; its
+ * layers' connections end with this process). */
+static void unmount_all_images(ImagefsManager *m) {
+        while (m->n_images > 0) {
+                ImageMount *image = &m->images[m->n_images - 1];
+
+                if (umount2(image->target, UMOUNT_NOFOLLOW | MNT_DETACH) < 0 && errno != EINVAL)
+                        log_warning_errno(errno, "Failed to unmount '%s', ignoring: %m", image->target);
+                remove_image(m, image);
+        }
+}
+
+size_t imagefs_manager_n_images(const ImagefsManager *m) {
+        return m->n_images;
+}
+
+void imagefs_manager_image_info(ImagefsManager *m, size_t i, ImagefsImageInfo *ret) {
+        const ImageMount *image = &m->images[i];
+
+        *ret = (ImagefsImageInfo) {
+                .target = image->target,
+                .image = image->image,
+                .upperdir = image->upperdir,
+                .workdir = image->workdir,
+                .n_layers = image->n_layers,
+        };
+        for (size_t j = 0; j < image->n_layers; j++) {
+                ImagefsCounters c;
+
+                imagefs_mount_counters(image->layers[j], &c);
+                ret->counters.metadata_round_trips += c.metadata_round_trips;
+                ret->counters.content_round_trips += c.content_round_trips;
+                ret->counters.bytes_fetched += c.bytes_fetched;
+                ret->counters.cache_hits += c.cache_hits;
+                ret->counters.cache_misses += c.cache_misses;
+                ret->counters.toc_bytes += c.toc_bytes;
+                ret->counters.toc_load_usec += c.toc_load_usec;
+                ret->counters.errors += c.errors;
+        }
+}
+
+const char *imagefs_manager_relay(const ImagefsManager *m) {
+        return m->relay_address;
+}
+
+const char *imagefs_manager_cache_directory(const ImagefsManager *m) {
+        return m->cache_directory;
+}
+
+uint64_t imagefs_manager_cache_max_bytes(const ImagefsManager *m) {
+        return m->cache_max_bytes;
+}
+
+uint64_t imagefs_manager_cache_bytes(ImagefsManager *m) {
+        uint64_t bytes, entries;
+
+        imagefs_cache_usage(m->cache, &bytes, &entries);
+        return bytes;
+}
+
+usec_t imagefs_manager_read_timeout_usec(const ImagefsManager *m) {
+        return m->read_timeout_usec;
+}
+
+int imagefs_manager_connect_bus(ImagefsManager *m, const char *address) {
+        int r;
+
+        r = bus_open(address, "tonari-imagefs", &m->bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to %s: %m", address ?: "the system bus");
+        r = imagefs_bus_add_objects(m->bus, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register the D-Bus objects: %m");
+        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        /* Losing the bus means nobody can reach us any more: exit (the mounts go), let systemd restart us. */
+        r = sd_bus_set_exit_on_disconnect(m->bus, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set exit-on-disconnect: %m");
+        r = sd_bus_request_name(m->bus, IMAGEFS_BUS_NAME, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to acquire bus name '%s': %m", IMAGEFS_BUS_NAME);
+        return 0;
+}
+
+static const char *const feature_table[_IMAGEFS_FEATURE_MAX] = {
+        [IMAGEFS_FEATURE_FUSE] = "fuse",
+        [IMAGEFS_FEATURE_OVERLAYFS] = "overlayfs",
+        [IMAGEFS_FEATURE_FDSTORE] = "fdstore",
+};
+
+const char *imagefs_feature_to_string(ImagefsFeature f) {
+        return f >= 0 && f < _IMAGEFS_FEATURE_MAX ? feature_table[f] : NULL;
+}
+
+void imagefs_feature_detect(ImagefsFeature f, bool *ret_available, const char **ret_detail) {
+        _cleanup_free_ char *filesystems = NULL;
+        struct utsname u;
+        bool module = false;
+
+        switch (f) {
+        case IMAGEFS_FEATURE_FUSE:
+                *ret_available = access("/dev/fuse", R_OK | W_OK) >= 0;
+                *ret_detail = *ret_available ? "/dev/fuse" : "no usable /dev/fuse: no layer can be mounted";
+                return;
+        case IMAGEFS_FEATURE_OVERLAYFS:
+                if (read_full_file("/proc/filesystems", &filesystems, NULL) >= 0 && strstr(filesystems, "\toverlay\n")) {
+                        *ret_available = true;
+                        *ret_detail = "overlay in /proc/filesystems";
+                        return;
+                }
+                if (uname(&u) >= 0) {
+                        _cleanup_free_ char *dir = strjoin("/lib/modules/", u.release, "/kernel/fs/overlayfs");
+                        module = dir && access(dir, F_OK) >= 0;
+                }
+                *ret_available = module;
+                *ret_detail = module ? "the overlay module, loaded at the first mount"
+                                     : "this kernel has no overlayfs: images cannot be stacked";
+                return;
+        case IMAGEFS_FEATURE_FDSTORE:
+                /* The store comes with a service manager's notification socket (systemd's
+                 * FileDescriptorStoreMax=); a process started by hand has none. */
+                *ret_available = !!getenv("NOTIFY_SOCKET");
+                *ret_detail = *ret_available ? "the service manager's file descriptor store ($NOTIFY_SOCKET)"
+                                             : "not started by a service manager: no file descriptor store, a "
+                                               "restart ends the mounts";
+                return;
+        default:
+                *ret_available = false;
+                *ret_detail = NULL;
+        }
 }

@@ -9,8 +9,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "digest.h"
+#include "imagefs-fuse.h"
 #include "time-util.h"
 
 /* ReadTimeoutSec=: a request that needs the relay fails with EIO after this long without it. Long
@@ -23,6 +25,9 @@
 typedef struct ImagefsManager ImagefsManager;
 
 typedef struct ImagefsManagerConfig {
+        const char *relay;           /* daemon mode: the relay images are mounted from */
+        const char *mount_directory; /* daemon mode: where layers are mounted (made if missing) */
+        bool exit_when_idle;         /* command-line mode: exit when the last mount went away */
         const char *cache_directory;
         uint64_t cache_max_bytes;
         usec_t read_timeout_usec;
@@ -49,3 +54,67 @@ int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *requ
 int imagefs_manager_run(ImagefsManager *m);
 /* The counters of every mount, one line each, to the stats file (atomically) and the log. */
 int imagefs_manager_write_stats(ImagefsManager *m);
+
+/*
+ * Daemon mode (org.tonari.ImageFS1, imagefs-bus.c): whole images, each layer mounted once below
+ * MountDirectory= and shared by every image that has it, stacked with overlayfs on a target directory.
+ * A refused request says why as one of these and a message that quotes what was given.
+ */
+typedef enum ImagefsFailure {
+        IMAGEFS_FAILURE_INVALID_PATH,      /* relative, "..", not normalized, or a character overlayfs splits on */
+        IMAGEFS_FAILURE_NO_SUCH_DIRECTORY, /* target, upperdir or workdir missing */
+        IMAGEFS_FAILURE_NOT_A_DIRECTORY,
+        IMAGEFS_FAILURE_ALREADY_MOUNTED,
+        IMAGEFS_FAILURE_NOT_MOUNTED,       /* Unmount of a target that is no mount of ours */
+        IMAGEFS_FAILURE_BUSY,              /* Unmount of a target still in use */
+        IMAGEFS_FAILURE_NO_SUCH_IMAGE,     /* the relay does not know the image */
+        IMAGEFS_FAILURE_RELAY_UNREACHABLE, /* not within ReadTimeoutSec= */
+        IMAGEFS_FAILURE_BAD_TOC,           /* corrupt, truncated, or not the digest the image names */
+        IMAGEFS_FAILURE_FAILED,            /* anything else: the message says what */
+} ImagefsFailure;
+
+typedef struct ImagefsError {
+        ImagefsFailure failure;
+        char *message; /* malloc'ed; NULL when out of memory */
+} ImagefsError;
+
+static inline void imagefs_error_done(ImagefsError *e) {
+        free(e->message);
+        e->message = NULL;
+}
+
+typedef struct ImagefsImageInfo {
+        const char *target;
+        const char *image;
+        const char *upperdir;  /* NULL for MountImage */
+        const char *workdir;
+        size_t n_layers;
+        ImagefsCounters counters; /* the sum over its layers (a layer shared by two images counts in both) */
+} ImagefsImageInfo;
+
+/* MountImage (upperdir and workdir NULL: read-only) and MountOverlay. Logs what it did. */
+int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char *target, const char *upperdir,
+                                const char *workdir, ImagefsError *ret_error);
+int imagefs_manager_unmount_image(ImagefsManager *m, const char *target, ImagefsError *ret_error);
+size_t imagefs_manager_n_images(const ImagefsManager *m) _pure_;
+/* Image i (< imagefs_manager_n_images()); pointers valid until the next change. */
+void imagefs_manager_image_info(ImagefsManager *m, size_t i, ImagefsImageInfo *ret);
+
+/* Daemon mode: connects to the bus (address NULL: the system bus), takes org.tonari.ImageFS1. */
+int imagefs_manager_connect_bus(ImagefsManager *m, const char *address);
+const char *imagefs_manager_relay(const ImagefsManager *m) _pure_;
+const char *imagefs_manager_cache_directory(const ImagefsManager *m) _pure_;
+uint64_t imagefs_manager_cache_max_bytes(const ImagefsManager *m) _pure_;
+uint64_t imagefs_manager_cache_bytes(ImagefsManager *m);
+usec_t imagefs_manager_read_timeout_usec(const ImagefsManager *m) _pure_;
+
+/* What this host offers tonari-imagefs, as the Features property: (name, available, detail). */
+typedef enum ImagefsFeature {
+        IMAGEFS_FEATURE_FUSE,
+        IMAGEFS_FEATURE_OVERLAYFS,
+        IMAGEFS_FEATURE_FDSTORE,
+        _IMAGEFS_FEATURE_MAX,
+} ImagefsFeature;
+const char *imagefs_feature_to_string(ImagefsFeature f) _const_;
+/* detail: a static string. */
+void imagefs_feature_detect(ImagefsFeature f, bool *ret_available, const char **ret_detail);

@@ -4,16 +4,30 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 
+#include "bus-util.h"
+#include "fd-util.h"
+#include "imagefs-bus.h"
+#include "imagefs-conf.h"
 #include "imagefs-manager.h"
 #include "log.h"
+#include "mkdir.h"
 #include "parse-util.h"
+#include "path-util.h"
+#include "rpc.h"
 #include "string-util.h"
 
 /* One process serves many mounts: --layer= and --mountpoint= may be repeated, paired in order, and so
  * may --toc-digest= (all or none). */
 #define MOUNTS_MAX 128
 static const char *arg_relay = NULL;
+static const char *arg_config = TONARI_IMAGEFS_CONF_FILE;
+static const char *arg_bus_address = NULL;
+static const char *arg_bus_introspect = NULL;
+static bool arg_dump_config = false;
+static bool arg_cache_max_set = false, arg_read_timeout_set = false;
+static int arg_log_level = -1;
 static const char *arg_layers[MOUNTS_MAX];
 static const char *arg_mountpoints[MOUNTS_MAX];
 static Digest arg_toc_digests[MOUNTS_MAX];
@@ -27,12 +41,23 @@ static usec_t arg_read_timeout_usec = IMAGEFS_READ_TIMEOUT_DEFAULT_USEC;
 static void help(void) {
         printf("%s [OPTIONS...]\n"
                "\n"
-               "tonari image file system: serves a layer of tonari-relay's store as a read-only FUSE\n"
-               "file system, to be stacked with overlayfs.\n"
+               "tonari image file system: serves the layers of tonari-relay's store as read-only FUSE\n"
+               "file systems, stacked with overlayfs.\n"
+               "\n"
+               "Without --layer= it is the service org.tonari.ImageFS1, configured by tonari-imagefs.conf\n"
+               "(images mounted with 'tonarictl image mount'); with --layer= it mounts the layers named\n"
+               "on the command line and exits when they are unmounted.\n"
                "\n"
                "  -h --help                 Show this help and exit\n"
                "     --version              Show the version and exit\n"
-               "     --relay=ADDRESS        The relay: unix:/path or host:port\n"
+               "     --config=PATH          Service: read configuration from PATH and PATH.d/*.conf\n"
+               "                            (default: %s)\n"
+               "     --dump-config          Service: print the effective configuration and exit\n"
+               "     --bus-address=ADDRESS  Service: connect to this D-Bus address instead of the\n"
+               "                            system bus\n"
+               "     --bus-introspect=PATH  Write the introspection XML of org.tonari.ImageFS1 to PATH\n"
+               "                            ('-' for stdout) and exit\n"
+               "     --relay=ADDRESS        The relay: unix:/path or host:port (Relay=)\n"
                "     --layer=DIGEST         The layer's diff_id (sha256:...)\n"
                "     --toc-digest=DIGEST    The digest the layer's ToC must have (from the image)\n"
                "     --mountpoint=PATH      Where to mount it\n"
@@ -43,8 +68,10 @@ static void help(void) {
                "     --read-timeout=SEC     Longest wait for the relay per request (ReadTimeoutSec=,\n"
                "                            default 30s)\n"
                "     --stats-file=PATH      Write the counters there on SIGUSR1 and at exit\n"
-               "     --log-level=LEVEL      Log level (default: info)\n",
-               program_invocation_short_name);
+               "     --log-level=LEVEL      Log level, overriding LogLevel= (default: info)\n"
+               "\n"
+               "See the tonari-imagefs(8) man page for details.\n",
+               program_invocation_short_name, TONARI_IMAGEFS_CONF_FILE);
 }
 
 static int parse_argv(int argc, char *argv[]) {
@@ -60,6 +87,10 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_READ_TIMEOUT,
                 ARG_STATS_FILE,
                 ARG_LOG_LEVEL,
+                ARG_CONFIG,
+                ARG_DUMP_CONFIG,
+                ARG_BUS_ADDRESS,
+                ARG_BUS_INTROSPECT,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -74,6 +105,10 @@ static int parse_argv(int argc, char *argv[]) {
                 { "read-timeout", required_argument, NULL, ARG_READ_TIMEOUT },
                 { "stats-file", required_argument, NULL, ARG_STATS_FILE },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "config", required_argument, NULL, ARG_CONFIG },
+                { "dump-config", no_argument, NULL, ARG_DUMP_CONFIG },
+                { "bus-address", required_argument, NULL, ARG_BUS_ADDRESS },
+                { "bus-introspect", required_argument, NULL, ARG_BUS_INTROSPECT },
                 {},
         };
         int c, r;
@@ -116,11 +151,13 @@ static int parse_argv(int argc, char *argv[]) {
                         r = parse_size(optarg, 1024, &arg_cache_max_bytes);
                         if (r < 0)
                                 return log_error_errno(r, "Invalid --cache-max= '%s'.", optarg);
+                        arg_cache_max_set = true;
                         break;
                 case ARG_READ_TIMEOUT:
                         r = parse_sec(optarg, &arg_read_timeout_usec);
                         if (r < 0 || arg_read_timeout_usec == 0)
                                 return log_error_errno(EINVAL, "Invalid --read-timeout= '%s'.", optarg);
+                        arg_read_timeout_set = true;
                         break;
                 case ARG_STATS_FILE:
                         arg_stats_file = optarg;
@@ -129,7 +166,22 @@ static int parse_argv(int argc, char *argv[]) {
                         r = log_level_from_string(optarg);
                         if (r < 0)
                                 return log_error_errno(r, "Invalid --log-level= '%s'.", optarg);
-                        log_set_max_level(r);
+                        arg_log_level = r;
+                        break;
+                case ARG_CONFIG:
+                        if (isempty(optarg))
+                                return log_error_errno(EINVAL, "--config= requires a path.");
+                        arg_config = optarg;
+                        break;
+                case ARG_DUMP_CONFIG:
+                        arg_dump_config = true;
+                        break;
+                case ARG_BUS_ADDRESS:
+                        if (bus_address_from_option(optarg, &arg_bus_address) < 0)
+                                return -EINVAL;
+                        break;
+                case ARG_BUS_INTROSPECT:
+                        arg_bus_introspect = optarg;
                         break;
                 case '?':
                         return -EINVAL;
@@ -139,11 +191,88 @@ static int parse_argv(int argc, char *argv[]) {
         if (optind < argc)
                 return log_error_errno(EINVAL, "%s takes no positional arguments, got '%s'.",
                                        program_invocation_short_name, argv[optind]);
-        if (!arg_relay || arg_n_layers == 0 || !arg_cache_dir)
-                return log_error_errno(EINVAL, "--relay=, --layer=, --mountpoint= and --cache-dir= are required.");
+        if (arg_n_layers == 0)
+                return 1; /* the service */
+        if (!arg_relay || !arg_cache_dir)
+                return log_error_errno(EINVAL, "--layer= needs --relay=, --mountpoint= and --cache-dir=.");
         if (arg_n_mountpoints != arg_n_layers || (arg_n_toc_digests > 0 && arg_n_toc_digests != arg_n_layers))
                 return log_error_errno(EINVAL, "Each --layer= needs its --mountpoint= (and --toc-digest=, if any).");
         return 1;
+}
+
+static int do_introspect(const char *path) {
+        _cleanup_free_ char *xml = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        int r;
+
+        r = imagefs_bus_introspect(&xml);
+        if (r < 0)
+                return log_error_errno(r, "Failed to generate introspection data: %m");
+        if (streq(path, "-")) {
+                fputs(xml, stdout);
+                return fflush(stdout) == 0 ? 0 : log_error_errno(errno, "Failed to write to stdout: %m");
+        }
+        f = fopen(path, "we");
+        if (!f)
+                return log_error_errno(errno, "Failed to open '%s' for writing: %m", path);
+        if (fputs(xml, f) < 0 || fflush(f) != 0)
+                return log_error_errno(errno, "Failed to write '%s': %m", path);
+        return 0;
+}
+
+/* The service: tonari-imagefs.conf, the command line's overrides, the bus. */
+static int run_service(void) {
+        _cleanup_(imagefs_manager_freep) ImagefsManager *m = NULL;
+        ImagefsConfig c;
+        int r;
+
+        r = imagefs_config_load(arg_config, &c, NULL);
+        if (r < 0)
+                return r;
+        if (arg_relay) {
+                if (!rpc_address_is_valid(arg_relay) || strlen(arg_relay) >= sizeof(c.relay))
+                        return log_error_errno(EINVAL, "Invalid --relay= '%s': expected unix:/absolute/path or "
+                                               "HOST:PORT.", arg_relay);
+                strcpy(c.relay, arg_relay);
+        }
+        if (arg_cache_dir) {
+                if (!path_is_normalized_absolute(arg_cache_dir) || strlen(arg_cache_dir) >= sizeof(c.cache_directory))
+                        return log_error_errno(EINVAL, "Invalid --cache-dir= '%s': expected an absolute path.",
+                                               arg_cache_dir);
+                strcpy(c.cache_directory, arg_cache_dir);
+        }
+        if (arg_cache_max_set)
+                c.cache_max_bytes = arg_cache_max_bytes;
+        if (arg_read_timeout_set)
+                c.read_timeout_usec = arg_read_timeout_usec;
+        if (arg_log_level >= 0)
+                c.log_level = arg_log_level;
+        if (arg_dump_config) {
+                imagefs_config_dump(&c, stdout);
+                return 0;
+        }
+        log_set_max_level(c.log_level);
+        log_set_target(c.log_target);
+
+        r = mkdirat_p(AT_FDCWD, c.mount_directory, 0755);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create MountDirectory= '%s': %m", c.mount_directory);
+        r = imagefs_manager_new(&(ImagefsManagerConfig) {
+                .relay = c.relay,
+                .mount_directory = c.mount_directory,
+                .cache_directory = c.cache_directory,
+                .cache_max_bytes = c.cache_max_bytes,
+                .read_timeout_usec = c.read_timeout_usec,
+                .stats_file = arg_stats_file,
+        }, &m);
+        if (r < 0)
+                return r;
+        r = imagefs_manager_connect_bus(m, arg_bus_address);
+        if (r < 0)
+                return r;
+        log_info("tonari-imagefs %s serving %s, relay %s, cache %s.", PACKAGE_VERSION, IMAGEFS_BUS_NAME, c.relay,
+                 c.cache_directory);
+        return imagefs_manager_run(m);
 }
 
 static int run(int argc, char *argv[]) {
@@ -155,12 +284,19 @@ static int run(int argc, char *argv[]) {
         r = parse_argv(argc, argv);
         if (r <= 0)
                 return r;
+        if (arg_bus_introspect)
+                return do_introspect(arg_bus_introspect);
+        if (arg_n_layers == 0)
+                return run_service();
+        if (arg_log_level >= 0)
+                log_set_max_level(arg_log_level);
 
         config = (ImagefsManagerConfig) {
                 .cache_directory = arg_cache_dir,
                 .cache_max_bytes = arg_cache_max_bytes,
                 .read_timeout_usec = arg_read_timeout_usec,
                 .stats_file = arg_stats_file,
+                .exit_when_idle = true,
         };
         r = imagefs_manager_new(&config, &m);
         if (r < 0)

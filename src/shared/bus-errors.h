@@ -10,3 +10,14 @@
 #define TONARI_ERROR_JOB_FAILED "org.tonari.Error.JobFailed"
 #define TONARI_ERROR_NO_SUCH_PROXY "org.tonari.Error.NoSuchProxy"
 #define TONARI_ERROR_PROXY_EXISTS "org.tonari.Error.ProxyExists"
+
+/* tonari-imagefs's errors; each is explained in org.tonari.ImageFS1(5). */
+#define TONARI_ERROR_NO_SUCH_IMAGE "org.tonari.Error.NoSuchImage"
+#define TONARI_ERROR_RELAY_UNREACHABLE "org.tonari.Error.RelayUnreachable"
+#define TONARI_ERROR_BAD_TOC "org.tonari.Error.BadToC"
+#define TONARI_ERROR_NO_SUCH_DIRECTORY "org.tonari.Error.NoSuchDirectory"
+#define TONARI_ERROR_NOT_A_DIRECTORY "org.tonari.Error.NotADirectory"
+#define TONARI_ERROR_ALREADY_MOUNTED "org.tonari.Error.AlreadyMounted"
+#define TONARI_ERROR_NOT_MOUNTED "org.tonari.Error.NotMounted"
+#define TONARI_ERROR_MOUNT_BUSY "org.tonari.Error.MountBusy"
+#define TONARI_ERROR_MOUNT_FAILED "org.tonari.Error.MountFailed"
