@@ -329,6 +329,10 @@ static int load_toc(ImagefsManager *m, ImagefsRelay *relay, const ImagefsMountRe
         if (r == -EBADMSG)
                 return set_error_message(ret_message, r, "The ToC of layer %s from %s is corrupt: %s.", q->layer,
                                          q->relay, strna(err));
+        /* DATA_LOSS: the relay found its stored ToC damaged (it says so, possibly after some pieces). */
+        if (r == -EUCLEAN)
+                return set_error_message(ret_message, -EBADMSG, "The ToC of layer %s from %s is corrupt: %s.",
+                                         q->layer, q->relay, err ?: strerror(-r));
         if (r < 0)
                 return set_error_message(ret_message, r, "Failed to get the ToC of layer %s from %s: %s", q->layer,
                                          q->relay, err ?: strerror(-r));
