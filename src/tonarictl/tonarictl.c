@@ -24,6 +24,7 @@
 #include "time-util.h"
 #include "tonarictl.h"
 #include "verb-borrow.h"
+#include "verb-imagefs.h"
 #if TONARICTL_IMAGE
 #include "verb-image.h"
 #endif
@@ -66,6 +67,8 @@ const char *arg_relay = "unix:/run/tonari-relay/relay.sock";
 bool arg_plain_http = false;
 bool arg_dry_run = false;
 const char *arg_platform = NULL;
+const char *arg_upperdir = NULL;
+const char *arg_workdir = NULL;
 
 int dispatch_subverb(const SubVerb *verbs, size_t n_verbs, const char *expected, int (*default_verb)(int, char **),
                      int argc, char *argv[]) {
@@ -413,6 +416,14 @@ static void help(void) {
                "  image gc               Delete what no image uses (--dry-run: only count it)\n"
                "  image toc FILE         Print a layer's table of contents (tonari-toc(5))\n"
                "\n"
+               "Image mounts (tonari-imagefs over D-Bus; package tonari-imagefs):\n"
+               "  image mount IMAGE TARGET\n"
+               "                         Mount a relay's image read-only on the directory TARGET;\n"
+               "                         with --upper= and --work=: writable, overlayfs (root only)\n"
+               "  image unmount TARGET...\n"
+               "                         Unmount images (root only)\n"
+               "  image mounts           List the mounted images and their counters\n"
+               "\n"
                "Assignments (systemd.resource-control(5) syntax; an empty value resets):\n"
                "  CPUWeight=1..10000  CPUQuota=N%%  CPUQuotaPeriodSec=TIME  IOWeight=1..10000\n"
                "  IOReadBandwidthMax=PATH BYTES  IOWriteBandwidthMax=PATH BYTES\n"
@@ -436,6 +447,8 @@ static void help(void) {
                "     --platform=OS/ARCH[/VARIANT]\n"
                "                         With 'image pull': which image of an index to take\n"
                "     --dry-run           With 'image gc': count, delete nothing\n"
+               "     --upper=PATH        With 'image mount': overlayfs's upper directory\n"
+               "     --work=PATH         With 'image mount': overlayfs's work directory\n"
                "\n"
                "Exit status: 0 success, 1 failure, 2 invalid usage, 3 tonarid not running,\n"
                "4 access denied, 5 no such slice or image. See the tonarictl(1) man page for details.\n",
@@ -452,6 +465,8 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_PLAIN_HTTP,
                 ARG_PLATFORM,
                 ARG_DRY_RUN,
+                ARG_UPPER,
+                ARG_WORK,
         };
         static const struct option options[] = {
                 COMMON_OPTIONS,
@@ -463,6 +478,8 @@ static int parse_argv(int argc, char *argv[]) {
                 { "plain-http", no_argument, NULL, ARG_PLAIN_HTTP },
                 { "platform", required_argument, NULL, ARG_PLATFORM },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
+                { "upper", required_argument, NULL, ARG_UPPER },
+                { "work", required_argument, NULL, ARG_WORK },
                 {},
         };
         int c;
@@ -515,6 +532,12 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_DRY_RUN:
                         arg_dry_run = true;
                         break;
+                case ARG_UPPER:
+                        arg_upperdir = optarg;
+                        break;
+                case ARG_WORK:
+                        arg_workdir = optarg;
+                        break;
                 default:
                         return parse_common_option(c, "tonarictl", help);
                 }
@@ -554,6 +577,10 @@ static char *build_dir(void) {
 static int verb_image_helper(int argc, char *argv[]) {
         _cleanup_free_ char *dir = NULL, *built = NULL;
         const char *helper = secure_getenv("TONARICTL_RELAY");
+
+        /* Mounts are D-Bus calls to tonari-imagefs: no gRPC, no helper. */
+        if (verb_imagefs_handles(argc, argv))
+                return verb_imagefs(argc, argv);
 
         if (!helper) {
                 dir = build_dir();

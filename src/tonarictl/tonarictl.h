@@ -41,6 +41,9 @@ extern const char *arg_relay;
 extern bool arg_plain_http;
 extern bool arg_dry_run;
 extern const char *arg_platform;
+/* 'image mount': MountOverlay with these, MountImage without. */
+extern const char *arg_upperdir;
+extern const char *arg_workdir;
 
 /* A command of a verb group ("slice create", "borrow list"). */
 typedef struct SubVerb {

@@ -18,6 +18,7 @@
 #include "toc.h"
 #include "tonarictl.h"
 #include "verb-image.h"
+#include "verb-imagefs.h"
 
 #define RELAY "/tonari.relay.v1.Relay/"
 /* Listing, showing and removing are quick; a relay that does not answer in this time is stuck. */
@@ -410,8 +411,11 @@ int verb_image(int argc, char *argv[]) {
                 { "remove", " NAME...", 1, ARGS_ANY, image_remove },
                 { "gc", "", 0, 0, image_gc },
                 { "toc", " FILE", 1, 1, image_toc },
+                { "mount", " IMAGE TARGET", 2, 2, image_mount },
+                { "unmount", " TARGET...", 1, ARGS_ANY, image_unmount },
+                { "mounts", "", 0, 0, image_mounts },
         };
 
-        return dispatch_subverb(verbs, ELEMENTSOF(verbs), "pull, list, show, remove, gc or toc", image_list, argc,
-                                argv);
+        return dispatch_subverb(verbs, ELEMENTSOF(verbs), "pull, list, show, remove, gc, toc, mount, unmount or mounts",
+                                image_list, argc, argv);
 }
