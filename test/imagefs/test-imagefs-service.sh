@@ -1,0 +1,329 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# tonari-imagefs as the service org.tonari.ImageFS1 on a private system-type bus (with the shipped
+# policy), against a real tonari-relay on a unix socket: MountImage and MountOverlay of the test image
+# (make-test-image) compared entry by entry with "umoci unpack", layers shared between images and
+# released with the last one, the counters of ListMounts and 'tonarictl image mounts', every refusal
+# as its named error quoting the value, the policy and the in-code check for non-root callers, a relay
+# that cannot be reached and a corrupt ToC.
+# Needs root, /dev/fuse, overlayfs, dbus-daemon; env: IMAGEFS RELAY TONARICTL TONARICTL_RELAY POLICY
+# PRIVATE_BUS.
+set -eux
+set -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../testlib.sh"
+((EUID == 0)) || { echo "needs root (FUSE mounts for everyone, overlayfs, device nodes in the image)"; exit 77; }
+[[ -c /dev/fuse ]] || { echo "no /dev/fuse"; exit 77; }
+for tool in umoci python3 fusermount3 findmnt dbus-daemon busctl setpriv; do
+        command -v "$tool" >/dev/null || { echo "$tool is missing (./dev deps installs it)"; exit 77; }
+done
+grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || { echo "no overlayfs"; exit 77; }
+
+WORK=$(mktemp -d /tmp/tonari-imagefs-service.XXXXXX)
+# The private bus's socket is in there, and unprivileged callers must reach it.
+chmod 755 "$WORK"
+# The trace on a descriptor of its own, so that it stays out of the output that assertions capture.
+exec {xtrace_fd}>&2
+BASH_XTRACEFD=$xtrace_fd
+NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups --"
+: >"$WORK/targets"
+
+stop_pid_file() {
+        local pid
+        [[ -s $1 ]] || return 0
+        pid=$(cat "$1")
+        kill "$pid" 2>/dev/null && timeout 15 tail --pid="$pid" -f /dev/null || true
+        kill -9 "$pid" 2>/dev/null || true
+        rm -f "$1"
+}
+cleanup() {
+        local m
+        for m in $(tac "$WORK/targets"); do
+                findmnt "$m" >/dev/null && umount -l "$m" || true
+        done
+        stop_pid_file "$WORK/imagefs.pid"
+        stop_pid_file "$WORK/relay.pid"
+        for m in $(findmnt -rn -o TARGET | grep "^$WORK/" | sort -r); do
+                umount -l "$m" || true
+        done
+        "$PRIVATE_BUS" stop "$WORK/bus" || true
+        "$PRIVATE_BUS" stop "$WORK/open-bus" || true
+        rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+TONARI_TEST_ROOTFS=no
+"$here/../imagestore/make-test-image" "$WORK/layout" 2> >(grep -v 'ignoring empty-valued xattr' >&2)
+umoci unpack --image "$WORK/layout:test" "$WORK/bundle" >/dev/null 2>&1
+EXPECTED=$WORK/bundle/rootfs
+python3 "$here/../imagestore/tree-listing.py" dir "$EXPECTED" | sed 's/"links": \[[^]]*\], //' >"$WORK/expected.txt"
+# A one-layer image: the bottom layer alone.
+umoci new --image "$WORK/layout:empty"
+mkdir -p "$WORK/one/rootfs/etc"
+echo single >"$WORK/one/rootfs/etc/one"
+
+cat >"$WORK/relay.conf" <<EOT
+[Relay]
+Store=$WORK/store
+Listen=unix:$WORK/relay.sock
+LogTarget=console
+EOT
+RELAY_ADDRESS=unix:$WORK/relay.sock
+ctl() {
+        TONARICTL_RELAY=$TONARICTL_RELAY "$TONARICTL" --relay="$RELAY_ADDRESS" --bus-address="$BUS" "$@"
+}
+start_relay() {
+        "$RELAY" --config="$WORK/relay.conf" >>"$WORK/relay.log" 2>&1 &
+        echo $! >"$WORK/relay.pid"
+        for _ in $(seq 100); do
+                [[ -S $WORK/relay.sock ]] && ctl image list >/dev/null 2>&1 && return 0
+                kill -0 "$(cat "$WORK/relay.pid")" 2>/dev/null || break
+                sleep 0.1
+        done
+        cat "$WORK/relay.log"
+        return 1
+}
+mkdir -p "$WORK/bus" "$WORK/open-bus"
+BUS=$("$PRIVATE_BUS" start "$WORK/bus" "$POLICY")
+start_relay
+ctl image pull "oci:$WORK/layout:test" test
+mapfile -t LAYERS < <(ctl --json=short image show test | python3 -c 'import json, sys; [print(l["diffID"]) for l in json.load(sys.stdin)["layers"]]')
+assert_eq 4 "${#LAYERS[@]}" "layers"
+
+cat >"$WORK/imagefs.conf" <<EOT
+[ImageFS]
+Relay=$RELAY_ADDRESS
+CacheDirectory=$WORK/cache
+MountDirectory=$WORK/run
+ReadTimeoutSec=2s
+LogTarget=console
+EOT
+# start_imagefs [BUS]: the service on $BUS (or BUS), waits until it has its name.
+start_imagefs() {
+        local bus=${1:-$BUS}
+        "$IMAGEFS" --config="$WORK/imagefs.conf" --bus-address="$bus" >>"$WORK/imagefs.log" 2>&1 &
+        echo $! >"$WORK/imagefs.pid"
+        for _ in $(seq 100); do
+                busctl --address="$bus" get-property org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 \
+                        Version >/dev/null 2>&1 && return 0
+                kill -0 "$(cat "$WORK/imagefs.pid")" 2>/dev/null || break
+                sleep 0.1
+        done
+        cat "$WORK/imagefs.log"
+        return 1
+}
+call() {
+        busctl --address="$BUS" call org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 "$@"
+}
+target() {
+        mkdir -p "$WORK/$1"
+        echo "$WORK/$1" >>"$WORK/targets"
+        echo "$WORK/$1"
+}
+# compare DIR: DIR against the unpacked image, entry by entry, and its hard links.
+compare() {
+        python3 "$here/../imagestore/tree-listing.py" dir "$1" | sed 's/"links": \[[^]]*\], //' >"$WORK/got.txt"
+        diff -u "$WORK/expected.txt" "$WORK/got.txt"
+        assert_ge "$(wc -l <"$WORK/got.txt")" 60 "entries compared"
+        python3 "$here/check-links.py" "$1" "$EXPECTED" "$WORK"/run/layers/*
+}
+layer_mounts() {
+        findmnt -rn -t fuse.tonari-imagefs -o TARGET | grep -c "^$WORK/run/layers/" || true
+}
+# mounts_field TARGET FIELD: a field of TARGET's entry of 'tonarictl image mounts --json'.
+mounts_field() {
+        ctl --json=short image mounts | python3 -c '
+import json, sys
+for m in json.load(sys.stdin):
+    if m["target"] == sys.argv[1]:
+        print(m[sys.argv[2]])' "$1" "$2"
+}
+start_imagefs
+
+testcase_mount_image() {
+        local t
+        t=$(target image)
+        call MountImage ss test "$t"
+        assert_eq overlay "$(findmnt -rn -o FSTYPE "$t")"
+        assert_match "(^|,)ro(,|$)" "$(findmnt -rn -o OPTIONS "$t")"
+        assert_eq 4 "$(layer_mounts)" "layer mounts"
+        compare "$t"
+        # Everything answered from the ToCs: no metadata round trip, no error.
+        assert_eq 0 "$(mounts_field "$t" metadataRoundTrips)"
+        assert_eq 0 "$(mounts_field "$t" errors)"
+        assert_eq 4 "$(mounts_field "$t" layers)"
+        assert_ge "$(mounts_field "$t" bytesFetched)" 1000000 "bytes fetched"
+        assert_match "^$t +test +image " "$(ctl --no-legend image mounts)"
+        assert_rc 1 touch "$t/new"
+        ctl image unmount "$t"
+        assert_rc 1 findmnt "$t"
+        assert_eq 0 "$(layer_mounts)" "layer mounts after unmount"
+        assert_eq "" "$(ctl --no-legend image mounts)"
+}
+
+testcase_mount_overlay() {
+        local t upper work
+        t=$(target overlay)
+        upper=$WORK/upper
+        work=$WORK/work
+        mkdir -p "$upper" "$work"
+        ctl image mount --upper="$upper" --work="$work" test "$t"
+        assert_match "upperdir=$upper" "$(findmnt -rn -o OPTIONS "$t")"
+        compare "$t"
+        echo hello >"$t/etc/hello"
+        rm "$t/etc/passwd"
+        # Copy-up of a file from a FUSE layer.
+        echo more >>"$t/etc/group"
+        assert_eq "$(cat "$EXPECTED/etc/group")"$'\n'more "$(cat "$t/etc/group")"
+        # overlayfs's own whiteout in the upper directory.
+        [[ -c $upper/etc/passwd ]]
+        assert_eq "0:0" "$(stat -c %t:%T "$upper/etc/passwd")"
+        ctl image unmount "$t"
+        # The same upper directory on a new mount: the changes are there.
+        ctl image mount --upper="$upper" --work="$work" test "$t"
+        assert_eq hello "$(cat "$t/etc/hello")"
+        [[ ! -e $t/etc/passwd ]]
+        call Unmount s "$t"
+        assert_eq 0 "$(layer_mounts)"
+}
+
+testcase_shared_layers() {
+        local a b
+        a=$(target shared-a)
+        b=$(target shared-b)
+        call MountImage ss test "$a"
+        call MountImage ss test "$b"
+        # One mount per layer, whatever number of images stacks it.
+        assert_eq 4 "$(layer_mounts)" "layer mounts of two images"
+        assert_eq "$(sha256sum <"$a/bin/busybox")" "$(sha256sum <"$b/bin/busybox")"
+        call Unmount s "$a"
+        assert_eq 4 "$(layer_mounts)" "layer mounts after one unmount"
+        sha256sum "$b/bin/busybox" >/dev/null
+        call Unmount s "$b"
+        assert_eq 0 "$(layer_mounts)" "layer mounts after both"
+}
+
+testcase_busy() {
+        local t pid
+        t=$(target busy)
+        call MountImage ss test "$t"
+        (cd "$t/etc" && sleep 60) &
+        pid=$!
+        sleep 0.5
+        assert_rc_match 1 "org.tonari.Error.MountBusy|is in use" call Unmount s "$t"
+        kill "$pid"
+        wait "$pid" || true
+        call Unmount s "$t"
+}
+
+# refused EXPECTED-ERROR-AND-VALUE ARGS...: the call fails, and its message matches.
+refused() {
+        local pattern=$1 out rc=0
+        shift
+        out=$(call "$@" 2>&1) || rc=$?
+        assert_eq 1 "$rc" "busctl call $*"
+        assert_match "$pattern" "$out"
+}
+
+testcase_refusals() {
+        local t file
+        t=$(target refuse)
+        file=$WORK/a-file
+        : >"$file"
+        refused "Invalid target 'refuse': expected an absolute path" MountImage ss test refuse
+        refused "Invalid target '$WORK/x/../refuse'" MountImage ss test "$WORK/x/../refuse"
+        refused "target '$WORK/missing' does not exist" MountImage ss test "$WORK/missing"
+        refused "target '$file' is not a directory" MountImage ss test "$file"
+        refused "upper directory '$WORK/u,x'.*','" MountOverlay ssss test "$t" "$WORK/u,x" "$WORK/w"
+        refused "has no image 'nope'" MountImage ss nope "$t"
+        refused "No image is mounted on '$t'" Unmount s "$t"
+        call MountImage ss test "$t"
+        refused "An image is mounted on '$t' already" MountImage ss test "$t"
+        call Unmount s "$t"
+        mount -t tmpfs tmpfs "$t"
+        refused "Something is mounted on '$t' already" MountImage ss test "$t"
+        umount "$t"
+        # The error names, through tonarictl's exit codes and messages.
+        assert_rc_match 5 "has no image 'nope'" ctl image mount nope "$t"
+        assert_rc_match 2 "Invalid target" ctl image mount test relative
+        assert_eq 0 "$(layer_mounts)" "layer mounts left by refusals"
+}
+
+testcase_access() {
+        local t out rc=0
+        t=$(target access)
+        # Reading is open to everyone.
+        $NOBODY busctl --address="$BUS" call org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 ListMounts
+        $NOBODY busctl --address="$BUS" get-property org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 Features
+        # The policy refuses mutating calls...
+        out=$($NOBODY busctl --address="$BUS" call org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 \
+                MountImage ss test "$t" 2>&1) || rc=$?
+        assert_eq 1 "$rc"
+        assert_match "Access denied|AccessDenied|rejected" "$out"
+        # ... and so does the daemon when the policy lets them through.
+        stop_pid_file "$WORK/imagefs.pid"
+        local open
+        cat >"$WORK/permissive.conf" <<EOT
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+        "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig><policy context="default"><allow send_destination="org.tonari.ImageFS1"/></policy></busconfig>
+EOT
+        open=$("$PRIVATE_BUS" start "$WORK/open-bus" "$POLICY" "$WORK/permissive.conf")
+        start_imagefs "$open"
+        rc=0
+        out=$($NOBODY busctl --address="$open" call org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 \
+                MountImage ss test "$t" 2>&1) || rc=$?
+        assert_eq 1 "$rc"
+        assert_match "Access denied|AccessDenied|root" "$out"
+        assert_rc 1 findmnt "$t"
+        stop_pid_file "$WORK/imagefs.pid"
+        "$PRIVATE_BUS" stop "$WORK/open-bus"
+        start_imagefs
+}
+
+testcase_relay_unreachable() {
+        local t start ms
+        t=$(target unreachable)
+        stop_pid_file "$WORK/relay.pid"
+        start=${EPOCHREALTIME/./}
+        refused "org.tonari.Error.RelayUnreachable|could not be reached within 2000 ms" MountImage ss test "$t"
+        ms=$(((${EPOCHREALTIME/./} - start) / 1000))
+        # ReadTimeoutSec=2s: not before, and not much later.
+        assert_ge "$ms" 1900 "ms until the error"
+        assert_le "$ms" 10000 "ms until the error"
+        assert_rc 1 findmnt "$t"
+        start_relay
+        # The relay is back: mounting works again without a restart of the daemon (gRPC's idle channel
+        # may take a few seconds to try again, hence the loop).
+        start=${EPOCHREALTIME/./}
+        for _ in $(seq 10); do
+                call MountImage ss test "$t" 2>/dev/null && break
+        done
+        echo "relay back: mounting works again after $(((${EPOCHREALTIME/./} - start) / 1000)) ms"
+        findmnt "$t" >/dev/null
+        call Unmount s "$t"
+}
+
+testcase_corrupt_toc() {
+        local t toc saved hex
+        t=$(target corrupt)
+        hex=${LAYERS[2]#sha256:}
+        toc=$(find "$WORK/store/layers" -type f -name "$hex*" | head -n1)
+        [[ -f $toc ]]
+        saved=$WORK/toc.saved
+        cp -a "$toc" "$saved"
+        # Truncated: the relay itself refuses to serve a ToC that is not its digest (DATA_LOSS), and
+        # the mount is refused naming the layer.
+        truncate -s 100 "$toc"
+        refused "The ToC of layer ${LAYERS[2]} from $RELAY_ADDRESS is corrupt: .*damaged" MountImage ss test "$t"
+        assert_rc_match 1 "BadToC|corrupt" ctl image mount test "$t"
+        cp -a "$saved" "$toc"
+        assert_eq 0 "$(layer_mounts)" "layer mounts left by a refused mount"
+        call MountImage ss test "$t"
+        call Unmount s "$t"
+        rm -f "$saved"
+}
+
+run_testcases
