@@ -19,7 +19,8 @@ for unit in "$@"; do
         # Verify the unit as shipped, except that ExecStart= points at the binary just built (the
         # installed path does not exist on a build machine).
         sed -e "s|^ExecStart=.*/tonarid\b|ExecStart=$tonarid|" \
-            -e "s|^ExecStart=.*/tonari-relay\b|ExecStart=${TONARI_RELAY:-/bin/true}|" "$unit" >"$tmp/$(basename "$unit")"
+            -e "s|^ExecStart=.*/tonari-relay\b|ExecStart=${TONARI_RELAY:-/bin/true}|" \
+            -e "s|^ExecStart=.*/tonari-imagefs\b|ExecStart=${TONARI_IMAGEFS:-/bin/true}|" "$unit" >"$tmp/$(basename "$unit")"
 done
 
 # --man=no: the pages are not installed here; they are checked against man/ below instead.
