@@ -32,10 +32,52 @@ static int reply_failure(int r, ImagefsError *e, sd_bus_error *error) {
         return sd_bus_error_set(error, failure_error[e->failure], e->message);
 }
 
+/* The options of MountImage and MountOverlay: Mode s "toc" (the default) or "no-toc". */
+static int read_mount_options(sd_bus_message *message, bool *ret_use_toc, sd_bus_error *error) {
+        bool use_toc = true;
+        int r;
+
+        r = sd_bus_message_enter_container(message, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(message, 'e', "sv")) > 0) {
+                const char *key, *mode;
+
+                r = sd_bus_message_read(message, "s", &key);
+                if (r < 0)
+                        return r;
+                if (!streq(key, "Mode")) {
+                        _cleanup_free_ char *e = cescape(key);
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Unknown mount option '%s': expected Mode.", strna(e));
+                }
+                r = sd_bus_message_read(message, "v", "s", &mode);
+                if (r < 0)
+                        return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "Mode takes a string.");
+                if (!streq(mode, "toc") && !streq(mode, "no-toc")) {
+                        _cleanup_free_ char *e = cescape(mode);
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Invalid Mode '%s': expected toc or no-toc.", strna(e));
+                }
+                use_toc = streq(mode, "toc");
+                r = sd_bus_message_exit_container(message);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(message);
+        if (r < 0)
+                return r;
+        *ret_use_toc = use_toc;
+        return 0;
+}
+
 static int method_mount(sd_bus_message *message, void *userdata, sd_bus_error *error, bool overlay) {
         ImagefsManager *m = userdata;
         _cleanup_(imagefs_error_done) ImagefsError e = {};
         const char *image, *target, *upperdir = NULL, *workdir = NULL;
+        bool use_toc = true;
         int r;
 
         if (overlay)
@@ -44,13 +86,17 @@ static int method_mount(sd_bus_message *message, void *userdata, sd_bus_error *e
                 r = sd_bus_message_read(message, "ss", &image, &target);
         if (r < 0)
                 return r;
+        r = read_mount_options(message, &use_toc, error);
+        if (r < 0)
+                return r;
         r = bus_verify_privileged(message, error);
         if (r < 0)
                 return r;
-        r = imagefs_manager_mount_image(m, image, target, upperdir, workdir, &e);
+        r = imagefs_manager_mount_image(m, image, target, upperdir, workdir, use_toc, &e);
         if (r < 0)
                 return reply_failure(r, &e, error);
-        return sd_bus_reply_method_return(message, NULL);
+        /* The target is the mount's name: Unmount() takes it. */
+        return sd_bus_reply_method_return(message, "s", target);
 }
 
 static int method_mount_image(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -173,11 +219,11 @@ static const sd_bus_vtable imagefs_vtable[] = {
          * bus_verify_privileged() (UNPRIVILEGED only switches off sd-bus's implicit CAP_SYS_ADMIN test,
          * so that one check in code decides, and says why). They answer when the mount is there or
          * refused: loading the layers' ToCs may take up to ReadTimeoutSec= per call to the relay. */
-        SD_BUS_METHOD_WITH_ARGS("MountImage", SD_BUS_ARGS("s", image, "s", target), SD_BUS_NO_RESULT,
-                                method_mount_image, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("MountImage", SD_BUS_ARGS("s", image, "s", target, "a{sv}", options),
+                                SD_BUS_RESULT("s", mount), method_mount_image, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("MountOverlay",
-                                SD_BUS_ARGS("s", image, "s", target, "s", upperdir, "s", workdir), SD_BUS_NO_RESULT,
-                                method_mount_overlay, SD_BUS_VTABLE_UNPRIVILEGED),
+                                SD_BUS_ARGS("s", image, "s", target, "s", upperdir, "s", workdir, "a{sv}", options),
+                                SD_BUS_RESULT("s", mount), method_mount_overlay, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Unmount", SD_BUS_ARGS("s", target), SD_BUS_NO_RESULT, method_unmount,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
 

@@ -493,7 +493,8 @@ static bool is_mount_root(const char *path) {
 }
 
 /* The mount of layer diff_id (shared with the images that have it), mounted now if it is not yet. */
-static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, ImagefsMount **ret, ImagefsError *e) {
+static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, bool use_toc, ImagefsMount **ret,
+                     ImagefsError *e) {
         _cleanup_free_ char *dir = NULL, *message = NULL;
         char layer[DIGEST_STRING_MAX], hex[DIGEST_HEX_LEN + 1];
         struct stat st;
@@ -501,7 +502,8 @@ static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, ImagefsMount
 
         digest_to_string(&l->diff_id, layer);
         for (size_t i = 0; i < m->n_mounts; i++)
-                if (streq(imagefs_mount_layer(m->mounts[i]), layer) && imagefs_mount_running(m->mounts[i])) {
+                if (streq(imagefs_mount_layer(m->mounts[i]), layer) && imagefs_mount_running(m->mounts[i]) &&
+                    imagefs_mount_has_toc(m->mounts[i]) == use_toc) {
                         *ret = m->mounts[i];
                         return 0;
                 }
@@ -509,7 +511,7 @@ static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, ImagefsMount
         /* 16 hex digits: short enough for overlayfs's option page to hold ~90 layers' paths; a prefix two
          * layers share is refused below (the mount point is in use). */
         digest_to_hex(&l->diff_id, hex);
-        if (asprintf(&dir, "%s/layers/%.16s", m->mount_directory, hex) < 0)
+        if (asprintf(&dir, "%s/layers/%.16s%s", m->mount_directory, hex, use_toc ? "" : "-notoc") < 0)
                 return -ENOMEM;
         /* A layer mount a killed daemon left behind cannot be stat()ed (ENOTCONN): detach it. */
         if (stat(dir, &st) < 0 && errno == ENOTCONN)
@@ -524,7 +526,7 @@ static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, ImagefsMount
                 .relay = m->relay_address,
                 .layer = layer,
                 .mountpoint = dir,
-                .use_toc = true,
+                .use_toc = use_toc,
                 .toc_digest = l->has_toc_digest ? &l->toc_digest : NULL,
         }, ret, &message);
         if (r == -ENOMEM)
@@ -606,7 +608,7 @@ static int overlay_options(ImagefsManager *m, ImagefsMount **layers, size_t n, c
 }
 
 int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char *target, const char *upperdir,
-                                const char *workdir, ImagefsError *e) {
+                                const char *workdir, bool use_toc, ImagefsError *e) {
         _cleanup_free_ ImagefsImageLayer *layers = NULL;
         _cleanup_free_ ImagefsMount **mounts = NULL;
         _cleanup_free_ char *err = NULL, *options = NULL, *qimage = NULL, *empty = NULL;
@@ -688,7 +690,7 @@ int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char
                 return -ENOMEM;
         }
         for (size_t i = 0; i < n_layers; i++) {
-                r = get_layer(m, &layers[i], &n->layers[i], e);
+                r = get_layer(m, &layers[i], use_toc, &n->layers[i], e);
                 if (r < 0) {
                         remove_image(m, n);
                         return r;
@@ -710,8 +712,9 @@ int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char
                             strerror(-r));
         }
         log_struct(LOG_INFO,
-                   LOG_MESSAGE("Mounted image '%s' on %s (%zu layers%s%s, %" PRIu64 " ms).", qimage, target, n_layers,
-                               upperdir ? ", writable in " : ", read-only", strempty(upperdir),
+                   LOG_MESSAGE("Mounted image '%s' on %s (%zu layers%s, %s%s, %" PRIu64 " ms).", qimage, target,
+                               n_layers, use_toc ? "" : " without ToC", upperdir ? "writable in " : "read-only",
+                               strempty(upperdir),
                                (now(CLOCK_MONOTONIC) - start) / USEC_PER_MSEC),
                    "TONARI_IMAGE=%s", image, "TONARI_TARGET=%s", target);
         return 0;

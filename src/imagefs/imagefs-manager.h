@@ -92,9 +92,11 @@ typedef struct ImagefsImageInfo {
         ImagefsCounters counters; /* the sum over its layers (a layer shared by two images counts in both) */
 } ImagefsImageInfo;
 
-/* MountImage (upperdir and workdir NULL: read-only) and MountOverlay. Logs what it did. */
+/* MountImage (upperdir and workdir NULL: read-only) and MountOverlay. use_toc false: the layers answer
+ * every metadata request with a round trip to the relay (the baseline; such layer mounts are not shared
+ * with ToC-mode ones). Logs what it did. */
 int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char *target, const char *upperdir,
-                                const char *workdir, ImagefsError *ret_error);
+                                const char *workdir, bool use_toc, ImagefsError *ret_error);
 int imagefs_manager_unmount_image(ImagefsManager *m, const char *target, ImagefsError *ret_error);
 size_t imagefs_manager_n_images(const ImagefsManager *m) _pure_;
 /* Image i (< imagefs_manager_n_images()); pointers valid until the next change. */

@@ -80,6 +80,8 @@ int image_mount(int argc, char *argv[]) {
                 r = sd_bus_message_append(call, "ss", image, target);
         if (r >= 0 && arg_upperdir)
                 r = sd_bus_message_append(call, "ss", arg_upperdir, arg_workdir);
+        if (r >= 0)
+                r = sd_bus_message_append(call, "a{sv}", 0);
         if (r < 0)
                 return log_error_errno(r, "Failed to build the call: %m");
         r = sd_bus_call(bus, call, MOUNT_CALL_TIMEOUT_USEC, &error, NULL);

@@ -145,7 +145,7 @@ start_imagefs
 testcase_mount_image() {
         local t
         t=$(target image)
-        call MountImage ss test "$t"
+        call MountImage ssa{sv} test "$t" 0
         assert_eq overlay "$(findmnt -rn -o FSTYPE "$t")"
         assert_match "(^|,)ro(,|$)" "$(findmnt -rn -o OPTIONS "$t")"
         assert_eq 4 "$(layer_mounts)" "layer mounts"
@@ -189,12 +189,27 @@ testcase_mount_overlay() {
         assert_eq 0 "$(layer_mounts)"
 }
 
+testcase_no_toc_mode() {
+        local t
+        t=$(target notoc)
+        assert_eq "s \"$t\"" "$(call MountImage ssa{sv} test "$t" 1 Mode s no-toc)"
+        compare "$t"
+        # The baseline: every metadata request went to the relay.
+        assert_ge "$(mounts_field "$t" metadataRoundTrips)" 100 "metadata round trips without ToC"
+        assert_eq 0 "$(mounts_field "$t" errors)"
+        ls "$WORK"/run/layers/*-notoc >/dev/null
+        call Unmount s "$t"
+        refused "Invalid Mode 'fast': expected toc or no-toc" MountImage ssa{sv} test "$t" 1 Mode s fast
+        refused "Unknown mount option 'Speed'" MountImage ssa{sv} test "$t" 1 Speed s x
+        assert_eq 0 "$(layer_mounts)"
+}
+
 testcase_shared_layers() {
         local a b
         a=$(target shared-a)
         b=$(target shared-b)
-        call MountImage ss test "$a"
-        call MountImage ss test "$b"
+        call MountImage ssa{sv} test "$a" 0
+        call MountImage ssa{sv} test "$b" 0
         # One mount per layer, whatever number of images stacks it.
         assert_eq 4 "$(layer_mounts)" "layer mounts of two images"
         assert_eq "$(sha256sum <"$a/bin/busybox")" "$(sha256sum <"$b/bin/busybox")"
@@ -208,7 +223,7 @@ testcase_shared_layers() {
 testcase_busy() {
         local t pid
         t=$(target busy)
-        call MountImage ss test "$t"
+        call MountImage ssa{sv} test "$t" 0
         (cd "$t/etc" && sleep 60) &
         pid=$!
         sleep 0.5
@@ -232,18 +247,18 @@ testcase_refusals() {
         t=$(target refuse)
         file=$WORK/a-file
         : >"$file"
-        refused "Invalid target 'refuse': expected an absolute path" MountImage ss test refuse
-        refused "Invalid target '$WORK/x/../refuse'" MountImage ss test "$WORK/x/../refuse"
-        refused "target '$WORK/missing' does not exist" MountImage ss test "$WORK/missing"
-        refused "target '$file' is not a directory" MountImage ss test "$file"
-        refused "upper directory '$WORK/u,x'.*','" MountOverlay ssss test "$t" "$WORK/u,x" "$WORK/w"
-        refused "has no image 'nope'" MountImage ss nope "$t"
+        refused "Invalid target 'refuse': expected an absolute path" MountImage ssa{sv} test refuse 0
+        refused "Invalid target '$WORK/x/../refuse'" MountImage ssa{sv} test "$WORK/x/../refuse" 0
+        refused "target '$WORK/missing' does not exist" MountImage ssa{sv} test "$WORK/missing" 0
+        refused "target '$file' is not a directory" MountImage ssa{sv} test "$file" 0
+        refused "upper directory '$WORK/u,x'.*','" MountOverlay ssssa{sv} test "$t" "$WORK/u,x" "$WORK/w" 0
+        refused "has no image 'nope'" MountImage ssa{sv} nope "$t" 0
         refused "No image is mounted on '$t'" Unmount s "$t"
-        call MountImage ss test "$t"
-        refused "An image is mounted on '$t' already" MountImage ss test "$t"
+        call MountImage ssa{sv} test "$t" 0
+        refused "An image is mounted on '$t' already" MountImage ssa{sv} test "$t" 0
         call Unmount s "$t"
         mount -t tmpfs tmpfs "$t"
-        refused "Something is mounted on '$t' already" MountImage ss test "$t"
+        refused "Something is mounted on '$t' already" MountImage ssa{sv} test "$t" 0
         umount "$t"
         # The error names, through tonarictl's exit codes and messages.
         assert_rc_match 5 "has no image 'nope'" ctl image mount nope "$t"
@@ -259,7 +274,7 @@ testcase_access() {
         $NOBODY busctl --address="$BUS" get-property org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 Features
         # The policy refuses mutating calls...
         out=$($NOBODY busctl --address="$BUS" call org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 \
-                MountImage ss test "$t" 2>&1) || rc=$?
+                MountImage ssa{sv} test "$t" 0 2>&1) || rc=$?
         assert_eq 1 "$rc"
         assert_match "Access denied|AccessDenied|rejected" "$out"
         # ... and so does the daemon when the policy lets them through.
@@ -274,7 +289,7 @@ EOT
         start_imagefs "$open"
         rc=0
         out=$($NOBODY busctl --address="$open" call org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 \
-                MountImage ss test "$t" 2>&1) || rc=$?
+                MountImage ssa{sv} test "$t" 0 2>&1) || rc=$?
         assert_eq 1 "$rc"
         assert_match "Access denied|AccessDenied|root" "$out"
         assert_rc 1 findmnt "$t"
@@ -288,7 +303,7 @@ testcase_relay_unreachable() {
         t=$(target unreachable)
         stop_pid_file "$WORK/relay.pid"
         start=${EPOCHREALTIME/./}
-        refused "org.tonari.Error.RelayUnreachable|could not be reached within 2000 ms" MountImage ss test "$t"
+        refused "org.tonari.Error.RelayUnreachable|could not be reached within 2000 ms" MountImage ssa{sv} test "$t" 0
         ms=$(((${EPOCHREALTIME/./} - start) / 1000))
         # ReadTimeoutSec=2s: not before, and not much later.
         assert_ge "$ms" 1900 "ms until the error"
@@ -299,7 +314,7 @@ testcase_relay_unreachable() {
         # may take a few seconds to try again, hence the loop).
         start=${EPOCHREALTIME/./}
         for _ in $(seq 10); do
-                call MountImage ss test "$t" 2>/dev/null && break
+                call MountImage ssa{sv} test "$t" 0 2>/dev/null && break
         done
         echo "relay back: mounting works again after $(((${EPOCHREALTIME/./} - start) / 1000)) ms"
         findmnt "$t" >/dev/null
@@ -317,11 +332,11 @@ testcase_corrupt_toc() {
         # Truncated: the relay itself refuses to serve a ToC that is not its digest (DATA_LOSS), and
         # the mount is refused naming the layer.
         truncate -s 100 "$toc"
-        refused "The ToC of layer ${LAYERS[2]} from $RELAY_ADDRESS is corrupt: .*damaged" MountImage ss test "$t"
+        refused "The ToC of layer ${LAYERS[2]} from $RELAY_ADDRESS is corrupt: .*damaged" MountImage ssa{sv} test "$t" 0
         assert_rc_match 1 "BadToC|corrupt" ctl image mount test "$t"
         cp -a "$saved" "$toc"
         assert_eq 0 "$(layer_mounts)" "layer mounts left by a refused mount"
-        call MountImage ss test "$t"
+        call MountImage ssa{sv} test "$t" 0
         call Unmount s "$t"
         rm -f "$saved"
 }
