@@ -9,13 +9,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "alloc-util.h"
 #include "fd-util.h"
+#include "imagefs-fd-protocol.h"
 #include "imagefs-fuse.h"
 #include "imagefs-toc.h"
 #include "log.h"
@@ -32,6 +37,12 @@
 #define STOP_WAIT_USEC (2 * USEC_PER_SEC)
 /* Entries asked of the relay per ReadDir in no-ToC mode: about what a 4 KiB readdir buffer holds. */
 #define READDIR_BATCH 64U
+/* Open files are found by their number in a table of this many chains. */
+#define HANDLE_BUCKETS 256U
+/* How long attaching waits for the forwarder's answer (it answers at once unless it is stuck). */
+#define ATTACH_TIMEOUT_SEC 10
+
+typedef struct Handle Handle;
 
 struct ImagefsMount {
         char *layer;
@@ -40,6 +51,15 @@ struct ImagefsMount {
         Toc *toc;
         ImagefsRelay *relay;
         ImagefsCache *cache;
+
+        char *forwarder;   /* the forwarder's socket, NULL: /dev/fuse is this process's own */
+        int channel_fd;    /* with a forwarder: the connection the session reads (the session owns it) */
+
+        /* Open files by number. The numbers carry a random generation, so that a worker that takes over
+         * a mount tells the files its predecessor opened (and opens them again lazily) from its own. */
+        pthread_mutex_t handles_lock;
+        Handle *handles[HANDLE_BUCKETS];
+        uint64_t fh_generation, fh_next;
 
         struct fuse_session *session;
         pthread_t thread;
@@ -51,11 +71,13 @@ struct ImagefsMount {
         ImagefsCounters counters; /* atomic fields */
 };
 
-typedef struct Handle {
+struct Handle {
+        Handle *next;
+        uint64_t fh;
         ImagefsCacheEntry *entry;
         uint64_t inode;
         Digest digest;
-} Handle;
+};
 
 #define COUNT(m, field, n) __atomic_add_fetch(&(m)->counters.field, (n), __ATOMIC_RELAXED)
 
@@ -250,27 +272,19 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino) {
         fuse_reply_readlink(req, target);
 }
 
-static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        ImagefsMount *m = fuse_req_userdata(req);
+/* Opens ino's content: a handle, or the errno to answer (positive). */
+static int handle_open(ImagefsMount *m, fuse_ino_t ino, Handle **ret) {
         _cleanup_free_ Digest *chunks = NULL;
         _cleanup_free_ Handle *h = NULL;
         ImagefsContent content;
         ImagefsNode node;
         int r;
 
-        if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-                fuse_reply_err(req, EROFS);
-                return;
-        }
         r = node_of(m, ino, &node);
-        if (r > 0) {
-                fuse_reply_err(req, r);
-                return;
-        }
-        if (node.type != TOC_TYPE_REGULAR || !node.has_digest) {
-                fuse_reply_err(req, node.type == TOC_TYPE_DIRECTORY ? EISDIR : EINVAL);
-                return;
-        }
+        if (r > 0)
+                return r;
+        if (node.type != TOC_TYPE_REGULAR || !node.has_digest)
+                return node.type == TOC_TYPE_DIRECTORY ? EISDIR : EINVAL;
         content = (ImagefsContent) { .digest = node.digest, .size = node.size };
         if (m->toc) {
                 /* With the ToC, a large file is verified (and fetched) by chunk. */
@@ -287,30 +301,100 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                         content.n_chunks = e.n_chunks;
                         content.chunk_size = toc_chunk_size(m->toc);
                 }
-                if (r < 0) {
-                        fuse_reply_err(req, io_error(m, r, "open", node.entry, NULL));
-                        return;
-                }
+                if (r < 0)
+                        return io_error(m, r, "open", node.entry, NULL);
         }
         h = new0(Handle, 1);
-        if (!h) {
-                fuse_reply_err(req, ENOMEM);
-                return;
-        }
+        if (!h)
+                return ENOMEM;
         h->inode = node.entry;
         h->digest = node.digest;
         r = imagefs_cache_get(m->cache, &content, &h->entry);
-        if (r < 0) {
-                fuse_reply_err(req, io_error(m, r, "open (cache)", node.entry, NULL));
+        if (r < 0)
+                return io_error(m, r, "open (cache)", node.entry, NULL);
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+static Handle *handle_free(ImagefsMount *m, Handle *h) {
+        if (h) {
+                imagefs_cache_unref(m->cache, h->entry);
+                free(h);
+        }
+        return NULL;
+}
+
+/* Under the lock. */
+static Handle **handle_slot(ImagefsMount *m, uint64_t fh) {
+        Handle **p = &m->handles[fh % HANDLE_BUCKETS];
+
+        while (*p && (*p)->fh != fh)
+                p = &(*p)->next;
+        return p;
+}
+
+/* Files its predecessor opened are opened again by the worker that took a mount over: the number the
+ * kernel holds stays, and leads to the same content. */
+static int handle_get(ImagefsMount *m, uint64_t fh, fuse_ino_t ino, Handle **ret) {
+        Handle *h, **p;
+        int r;
+
+        pthread_mutex_lock(&m->handles_lock);
+        h = *handle_slot(m, fh);
+        pthread_mutex_unlock(&m->handles_lock);
+        if (h) {
+                *ret = h;
+                return 0;
+        }
+        if ((fh >> 32) == m->fh_generation)
+                /* One of ours, released: the kernel never does that. */
+                return EBADF;
+        r = handle_open(m, ino, &h);
+        if (r > 0)
+                return r;
+        h->fh = fh;
+        pthread_mutex_lock(&m->handles_lock);
+        p = handle_slot(m, fh);
+        if (*p) {
+                /* Another thread of ours was first. */
+                handle_free(m, h);
+                h = *p;
+        } else
+                *p = h;
+        pthread_mutex_unlock(&m->handles_lock);
+        *ret = h;
+        return 0;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        ImagefsMount *m = fuse_req_userdata(req);
+        Handle *h = NULL, **p;
+        int r;
+
+        if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+                fuse_reply_err(req, EROFS);
                 return;
         }
-        fi->fh = (uint64_t) (uintptr_t) h;
+        r = handle_open(m, ino, &h);
+        if (r > 0) {
+                fuse_reply_err(req, r);
+                return;
+        }
+        pthread_mutex_lock(&m->handles_lock);
+        do
+                h->fh = (m->fh_generation << 32) | (uint32_t) m->fh_next++;
+        while (*(p = handle_slot(m, h->fh)));
+        *p = h;
+        pthread_mutex_unlock(&m->handles_lock);
+        fi->fh = h->fh;
         fi->keep_cache = 1;
         if (fuse_reply_open(req, fi) != 0) {
-                imagefs_cache_unref(m->cache, h->entry);
-                return;
+                pthread_mutex_lock(&m->handles_lock);
+                p = handle_slot(m, fi->fh);
+                *p = h->next;
+                pthread_mutex_unlock(&m->handles_lock);
+                handle_free(m, h);
         }
-        TAKE_PTR(h);
 }
 
 typedef struct FetchContext {
@@ -329,13 +413,19 @@ static int fetch(uint64_t offset, uint64_t size, imagefs_sink_t sink, void *sink
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
         ImagefsMount *m = fuse_req_userdata(req);
-        Handle *h = (Handle *) (uintptr_t) fi->fh;
-        FetchContext c = { .mount = m, .handle = h };
         struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+        FetchContext c = { .mount = m };
         uint64_t fetched = 0;
         bool hit = false;
         int fd = -EBADF, r;
+        Handle *h;
 
+        r = handle_get(m, fi->fh, ino, &h);
+        if (r > 0) {
+                fuse_reply_err(req, r);
+                return;
+        }
+        c.handle = h;
         r = imagefs_cache_prepare(m->cache, h->entry, (uint64_t) off, size, fetch, &c, &fd, &fetched, &hit);
         if (r < 0) {
                 char path[TOC_PATH_MAX + 1], digest[DIGEST_STRING_MAX];
@@ -372,12 +462,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         ImagefsMount *m = fuse_req_userdata(req);
-        Handle *h = (Handle *) (uintptr_t) fi->fh;
+        Handle *h, **p;
 
-        if (h) {
-                imagefs_cache_unref(m->cache, h->entry);
-                free(h);
-        }
+        pthread_mutex_lock(&m->handles_lock);
+        p = handle_slot(m, fi->fh);
+        h = *p;
+        if (h)
+                *p = h->next;
+        pthread_mutex_unlock(&m->handles_lock);
+        /* Not found: one a predecessor opened and nobody read since. */
+        handle_free(m, h);
         fuse_reply_err(req, 0);
 }
 
@@ -656,14 +750,21 @@ int imagefs_mount_new(const ImagefsMountConfig *config, Toc *toc, ImagefsRelay *
         if (!m)
                 return -ENOMEM;
         m->notify_fd = -EBADF;
+        m->channel_fd = -EBADF;
         m->layer = strdup(config->layer);
         m->mountpoint = strdup(config->mountpoint);
-        if (!m->layer || !m->mountpoint) {
+        m->forwarder = config->forwarder ? strdup(config->forwarder) : NULL;
+        if (!m->layer || !m->mountpoint || (config->forwarder && !m->forwarder)) {
                 free(m->layer);
                 free(m->mountpoint);
+                free(m->forwarder);
                 free(m);
                 return -ENOMEM;
         }
+        pthread_mutex_init(&m->handles_lock, NULL);
+        if (getrandom(&m->fh_generation, sizeof(m->fh_generation), 0) != sizeof(m->fh_generation))
+                m->fh_generation = (uint64_t) now(CLOCK_REALTIME) ^ (uint64_t) getpid();
+        m->fh_generation &= UINT32_MAX;
         m->timeout_usec = config->timeout_usec;
         m->relay = relay;
         m->cache = cache;
@@ -682,7 +783,8 @@ static void *session_thread(void *userdata) {
                 r = -ENOMEM;
         else {
                 fuse_loop_cfg_set_max_threads(config, MOUNT_MAX_THREADS);
-                fuse_loop_cfg_set_clone_fd(config, 1);
+                /* A forwarder's connection cannot be cloned; its messages are whole, so threads share it. */
+                fuse_loop_cfg_set_clone_fd(config, !m->forwarder);
                 r = fuse_session_loop_mt(m->session, config);
                 fuse_loop_cfg_destroy(config);
         }
@@ -694,8 +796,87 @@ static void *session_thread(void *userdata) {
         return NULL;
 }
 
+/* The forwarder's connection as libfuse's device: one message per request and per answer. */
+static ssize_t channel_read(int fd, void *buf, size_t size, void *userdata) {
+        ssize_t n = recv(fd, buf, size, 0);
+
+        if (n == 0) {
+                /* The forwarder is gone (or the mount, or this worker stops): the end of the session. */
+                errno = ENODEV;
+                return -1;
+        }
+        return n;
+}
+
+static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userdata) {
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t) count };
+        ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+
+        /* An answer nobody takes any more: the forwarder passes the request again to the next worker. */
+        if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+                errno = ENOENT;
+        return n;
+}
+
+static const struct fuse_custom_io channel_io = {
+        .read = channel_read,
+        .writev = channel_writev,
+};
+
+/* Asks the forwarder for the mount at m->mountpoint (new or its predecessor's): the connection. */
+static int forwarder_attach(ImagefsMount *m, const char *fsname, int *ret_fd) {
+        union {
+                struct sockaddr sa;
+                struct sockaddr_un un;
+        } sa = { .un.sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = ATTACH_TIMEOUT_SEC };
+        int size = IMAGEFS_FD_SOCKET_BUFFER_BYTES;
+        _cleanup_free_ char *state = NULL, *msg = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char answer[64];
+        ssize_t n;
+        int len;
+
+        if (strlen(m->forwarder) >= sizeof(sa.un.sun_path))
+                return -EINVAL;
+        strcpy(sa.un.sun_path, m->forwarder);
+        if (asprintf(&state, "layer=%s relay=%s mode=%s", m->layer, imagefs_relay_address(m->relay),
+                     m->toc ? "toc" : "no-toc") < 0)
+                return -ENOMEM;
+        len = asprintf(&msg, "ATTACH%c%s%c%s%c%s%c", 0, m->mountpoint, 0, fsname, 0, state, 0);
+        if (len < 0)
+                return -ENOMEM;
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+                (void) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
+                (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+                return -errno;
+        if (connect(fd, &sa.sa, sizeof(sa.un)) < 0)
+                return -errno;
+        if (send(fd, msg, (size_t) len, MSG_NOSIGNAL) < 0)
+                return -errno;
+        n = recv(fd, answer, sizeof(answer) - 1, 0);
+        if (n < 0)
+                return errno == EAGAIN ? -ETIMEDOUT : -errno;
+        answer[n] = 0;
+        if (n >= 4 && memcmp(answer, "ERR", 4) == 0)
+                return -ERRNO_VALUE(atoi(answer + 4) ?: EIO);
+        if (n < 3 || memcmp(answer, "OK", 3) != 0)
+                return -EPROTO;
+        log_debug("Forwarder: %s %s", m->mountpoint, answer + 3);
+        tv = (struct timeval) {};
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+                return -errno;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
 int imagefs_mount_start(ImagefsMount *m, int notify_fd) {
-        _cleanup_free_ char *options = NULL;
+        _cleanup_free_ char *options = NULL, *fsname = NULL;
         char hex[DIGEST_HEX_LEN + 1] = "";
         struct statx stx;
         Digest d;
@@ -710,6 +891,8 @@ int imagefs_mount_start(ImagefsMount *m, int notify_fd) {
                                "subtype=tonari-imagefs",
                      hex) < 0)
                 return -ENOMEM;
+        if (asprintf(&fsname, "tonari-imagefs:%.12s", hex) < 0)
+                return -ENOMEM;
         char *argv[] = { (char *) "tonari-imagefs", (char *) "-o", options, NULL };
         struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 
@@ -718,7 +901,23 @@ int imagefs_mount_start(ImagefsMount *m, int notify_fd) {
         fuse_opt_free_args(&args);
         if (!m->session)
                 return -EINVAL;
-        if (fuse_session_mount(m->session, m->mountpoint) != 0) {
+        if (m->forwarder) {
+                /* The forwarder mounts (or has mounted) and owns /dev/fuse; the session reads its socket. */
+                int fd = -EBADF;
+
+                r = forwarder_attach(m, fsname, &fd);
+                if (r >= 0) {
+                        r = fuse_session_custom_io(m->session, &channel_io, fd);
+                        if (r < 0)
+                                safe_close(fd);
+                }
+                if (r < 0) {
+                        fuse_session_destroy(m->session);
+                        m->session = NULL;
+                        return r;
+                }
+                m->channel_fd = fd;
+        } else if (fuse_session_mount(m->session, m->mountpoint) != 0) {
                 fuse_session_destroy(m->session);
                 m->session = NULL;
                 return -EIO;
@@ -728,8 +927,10 @@ int imagefs_mount_start(ImagefsMount *m, int notify_fd) {
         r = pthread_create(&m->thread, NULL, session_thread, m);
         if (r != 0) {
                 m->running = false;
-                fuse_session_unmount(m->session);
+                if (!m->forwarder)
+                        fuse_session_unmount(m->session);
                 fuse_session_destroy(m->session);
+                m->channel_fd = -EBADF;
                 m->session = NULL;
                 return -r;
         }
@@ -768,7 +969,10 @@ void imagefs_mount_stop(ImagefsMount *m) {
                 return;
         if (m->thread_started) {
                 fuse_session_exit(m->session);
-                if (imagefs_mount_running(m))
+                if (m->forwarder)
+                        /* Every thread's read ends; the mount and what it was asked stay with the forwarder. */
+                        (void) shutdown(m->channel_fd, SHUT_RDWR);
+                else if (imagefs_mount_running(m))
                         fuse_session_unmount(m->session);
                 clock_gettime(CLOCK_REALTIME, &deadline);
                 deadline.tv_sec += STOP_WAIT_USEC / USEC_PER_SEC;
@@ -781,16 +985,34 @@ void imagefs_mount_stop(ImagefsMount *m) {
                 }
                 m->thread_started = false;
         }
-        fuse_session_unmount(m->session);
+        if (!m->forwarder)
+                fuse_session_unmount(m->session);
         fuse_session_destroy(m->session);
         m->session = NULL;
+        m->channel_fd = -EBADF;
+}
+
+void imagefs_mount_unmount(ImagefsMount *m) {
+        /* With a forwarder, the unmount ends its connection, it closes the worker's, the session ends. */
+        if (m->forwarder && m->session && umount2(m->mountpoint, 0) < 0 && errno == EBUSY)
+                (void) umount2(m->mountpoint, MNT_DETACH);
+        imagefs_mount_stop(m);
 }
 
 ImagefsMount *imagefs_mount_free(ImagefsMount *m) {
         if (!m)
                 return NULL;
         imagefs_mount_stop(m);
+        for (size_t i = 0; i < HANDLE_BUCKETS; i++)
+                while (m->handles[i]) {
+                        Handle *h = m->handles[i];
+
+                        m->handles[i] = h->next;
+                        handle_free(m, h);
+                }
+        pthread_mutex_destroy(&m->handles_lock);
         toc_free(m->toc);
+        free(m->forwarder);
         free(m->layer);
         free(m->mountpoint);
         return mfree(m);

@@ -37,6 +37,7 @@ typedef struct ImagefsMountConfig {
         const char *layer;        /* diff_id, "sha256:..." */
         const char *mountpoint;
         usec_t timeout_usec;      /* ReadTimeoutSec=: longest wait for the relay in one request */
+        const char *forwarder;    /* tonari-imagefs-fd's socket: it owns the mount; NULL: this process */
 } ImagefsMountConfig;
 
 /* toc: the layer's verified ToC, taken on success; NULL for no-ToC mode. relay and cache are the
@@ -48,8 +49,11 @@ int imagefs_mount_new(const ImagefsMountConfig *config, Toc *toc, ImagefsRelay *
 int imagefs_mount_start(ImagefsMount *m, int notify_fd);
 bool imagefs_mount_running(ImagefsMount *m);
 /* Unmounts (if still mounted) and waits for the session's threads. A mount still in use (an overlay on
- * it) is detached; its connection is aborted if requests keep it alive. */
+ * it) is detached; its connection is aborted if requests keep it alive. With a forwarder, only ends
+ * this process's session: the mount stays, and what it is asked waits for the next worker to attach. */
 void imagefs_mount_stop(ImagefsMount *m);
+/* Unmounts for good, with a forwarder too, then stops. */
+void imagefs_mount_unmount(ImagefsMount *m);
 ImagefsMount *imagefs_mount_free(ImagefsMount *m);
 
 const char *imagefs_mount_layer(const ImagefsMount *m) _pure_;
