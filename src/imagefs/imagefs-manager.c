@@ -88,6 +88,7 @@ struct ImagefsManager {
         uint64_t cache_max_bytes;
         usec_t read_timeout_usec;
         char *stats_file;
+        char *forwarder;
 
         ImagefsRelay **relays;
         size_t n_relays;
@@ -232,6 +233,11 @@ int imagefs_manager_new(const ImagefsManagerConfig *config, ImagefsManager **ret
                 if (!m->stats_file)
                         return log_oom();
         }
+        if (config->forwarder) {
+                m->forwarder = strdup(config->forwarder);
+                if (!m->forwarder)
+                        return log_oom();
+        }
 
         r = imagefs_cache_new(config->cache_directory, config->cache_max_bytes, &m->cache);
         if (r == -EBUSY)
@@ -289,6 +295,7 @@ ImagefsManager *imagefs_manager_free(ImagefsManager *m) {
         safe_close(m->notify_fd);
         sd_event_unref(m->event);
         free(m->stats_file);
+        free(m->forwarder);
         return mfree(m);
 }
 
@@ -365,6 +372,7 @@ static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMou
                 .layer = q->layer,
                 .mountpoint = q->mountpoint,
                 .timeout_usec = m->read_timeout_usec,
+                .forwarder = m->forwarder,
         };
         ImagefsMount *mount = NULL, **n;
         ImagefsRelay *relay;

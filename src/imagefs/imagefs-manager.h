@@ -32,6 +32,7 @@ typedef struct ImagefsManagerConfig {
         uint64_t cache_max_bytes;
         usec_t read_timeout_usec;
         const char *stats_file;      /* written on SIGUSR1 and at exit; NULL: logged only */
+        const char *forwarder;       /* tonari-imagefs-fd's socket; NULL: mounts are this process's own */
 } ImagefsManagerConfig;
 
 typedef struct ImagefsMountRequest {

@@ -34,6 +34,7 @@ static Digest arg_toc_digests[MOUNTS_MAX];
 static size_t arg_n_layers = 0, arg_n_mountpoints = 0, arg_n_toc_digests = 0;
 static const char *arg_cache_dir = NULL;
 static const char *arg_stats_file = NULL;
+static const char *arg_forwarder = NULL;
 static bool arg_toc = true;
 static uint64_t arg_cache_max_bytes = IMAGEFS_CACHE_MAX_DEFAULT_BYTES;
 static usec_t arg_read_timeout_usec = IMAGEFS_READ_TIMEOUT_DEFAULT_USEC;
@@ -68,6 +69,8 @@ static void help(void) {
                "     --read-timeout=SEC     Longest wait for the relay per request (ReadTimeoutSec=,\n"
                "                            default 30s)\n"
                "     --stats-file=PATH      Write the counters there on SIGUSR1 and at exit\n"
+               "     --forwarder=SOCKET     Mount through tonari-imagefs-fd (its socket): the mounts and\n"
+               "                            their requests outlive this process's restart or crash\n"
                "     --log-level=LEVEL      Log level, overriding LogLevel= (default: info)\n"
                "\n"
                "See the tonari-imagefs(8) man page for details.\n",
@@ -86,6 +89,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_CACHE_MAX,
                 ARG_READ_TIMEOUT,
                 ARG_STATS_FILE,
+                ARG_FORWARDER,
                 ARG_LOG_LEVEL,
                 ARG_CONFIG,
                 ARG_DUMP_CONFIG,
@@ -104,6 +108,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "cache-max", required_argument, NULL, ARG_CACHE_MAX },
                 { "read-timeout", required_argument, NULL, ARG_READ_TIMEOUT },
                 { "stats-file", required_argument, NULL, ARG_STATS_FILE },
+                { "forwarder", required_argument, NULL, ARG_FORWARDER },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "config", required_argument, NULL, ARG_CONFIG },
                 { "dump-config", no_argument, NULL, ARG_DUMP_CONFIG },
@@ -161,6 +166,11 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_STATS_FILE:
                         arg_stats_file = optarg;
+                        break;
+                case ARG_FORWARDER:
+                        if (optarg[0] != '/')
+                                return log_error_errno(EINVAL, "--forwarder= must be an absolute path, got '%s'.", optarg);
+                        arg_forwarder = optarg;
                         break;
                 case ARG_LOG_LEVEL:
                         r = log_level_from_string(optarg);
@@ -297,6 +307,7 @@ static int run(int argc, char *argv[]) {
                 .read_timeout_usec = arg_read_timeout_usec,
                 .stats_file = arg_stats_file,
                 .exit_when_idle = true,
+                .forwarder = arg_forwarder,
         };
         r = imagefs_manager_new(&config, &m);
         if (r < 0)
