@@ -409,8 +409,9 @@ static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMou
         r = imagefs_mount_start(mount, m->notify_fd);
         if (r < 0) {
                 imagefs_mount_free(mount);
-                return set_error_message(ret_message, r, "Failed to mount layer %s on '%s': %s", q->layer,
-                                         q->mountpoint, strerror(-r));
+                return set_error_message(ret_message, r, "Failed to mount layer %s on '%s'%s%s%s: %s", q->layer,
+                                         q->mountpoint, m->forwarder ? " through the forwarder '" : "",
+                                         strempty(m->forwarder), m->forwarder ? "'" : "", strerror(-r));
         }
         m->mounts[m->n_mounts++] = mount;
         log_struct(LOG_INFO,

@@ -224,15 +224,15 @@ testcase_refusals() {
         start_forwarder
         # A file, a missing directory: the forwarder refuses to mount, the worker says why.
         : >"$WORK/file"
-        assert_rc_match 1 "Failed to mount layer .* on '$WORK/file': Not a directory" \
+        assert_rc_match 1 "Failed to mount layer .* on '$WORK/file' through the forwarder '$FD_SOCKET': Not a directory" \
                 env -u NOTIFY_SOCKET "$IMAGEFS" "${common[@]}" --mountpoint="$WORK/file" --forwarder="$FD_SOCKET"
-        assert_rc_match 1 "on '$WORK/missing': No such file or directory" \
+        assert_rc_match 1 "on '$WORK/missing' through the forwarder '$FD_SOCKET': No such file or directory" \
                 env -u NOTIFY_SOCKET "$IMAGEFS" "${common[@]}" --mountpoint="$WORK/missing" --forwarder="$FD_SOCKET"
         assert_rc_match 1 "--forwarder= must be an absolute path, got 'relative.sock'" \
                 "$IMAGEFS" "${common[@]}" --mountpoint="$WORK/l1" --forwarder=relative.sock
         assert_rc_match 1 "--socket= must be an absolute path, got 'relative.sock'" "$IMAGEFS_FD" --socket=relative.sock
         # No forwarder listening: the error says so, nothing is mounted.
-        assert_rc_match 1 "on '$WORK/l1': No such file or directory" \
+        assert_rc_match 1 "on '$WORK/l1' through the forwarder '$WORK/nothing.sock': No such file or directory" \
                 env -u NOTIFY_SOCKET "$IMAGEFS" "${common[@]}" --mountpoint="$WORK/l1" --forwarder="$WORK/nothing.sock"
         assert_rc 1 findmnt "$WORK/l1"
         stop_pid_file "$WORK/fd.pid"
