@@ -855,8 +855,11 @@ static int forwarder_attach(ImagefsMount *m, const char *fsname, int *ret_fd) {
                 (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
         if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
                 return -errno;
-        if (connect(fd, &sa.sa, sizeof(sa.un)) < 0)
-                return -errno;
+        if (connect(fd, &sa.sa, sizeof(sa.un)) < 0) {
+                /* Not to be taken for the mount point's errors. */
+                log_debug_errno(errno, "Failed to connect to the forwarder at '%s': %m", m->forwarder);
+                return -ENOTCONN;
+        }
         if (send(fd, msg, (size_t) len, MSG_NOSIGNAL) < 0)
                 return -errno;
         n = recv(fd, answer, sizeof(answer) - 1, 0);

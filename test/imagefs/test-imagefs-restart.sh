@@ -232,7 +232,7 @@ testcase_refusals() {
                 "$IMAGEFS" "${common[@]}" --mountpoint="$WORK/l1" --forwarder=relative.sock
         assert_rc_match 1 "--socket= must be an absolute path, got 'relative.sock'" "$IMAGEFS_FD" --socket=relative.sock
         # No forwarder listening: the error says so, nothing is mounted.
-        assert_rc_match 1 "on '$WORK/l1' through the forwarder '$WORK/nothing.sock': No such file or directory" \
+        assert_rc_match 1 "on '$WORK/l1' through the forwarder '$WORK/nothing.sock': Transport endpoint is not connected" \
                 env -u NOTIFY_SOCKET "$IMAGEFS" "${common[@]}" --mountpoint="$WORK/l1" --forwarder="$WORK/nothing.sock"
         assert_rc 1 findmnt "$WORK/l1"
         stop_pid_file "$WORK/fd.pid"
