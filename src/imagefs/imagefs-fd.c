@@ -78,6 +78,8 @@ struct Conn {
         int fd;
         sd_event_source *source;
         FdMount *mount;
+        bool busy; /* its handler runs: freed when that returns */
+        bool dead;
 };
 
 struct Forwarder {
@@ -147,7 +149,7 @@ static void request_prepend(FdMount *m, Request *q) {
 static void conn_free(Conn *c) {
         Forwarder *f;
 
-        if (!c)
+        if (!c || c->dead)
                 return;
         f = c->forwarder;
         if (c->prev)
@@ -156,9 +158,11 @@ static void conn_free(Conn *c) {
                 f->conns = c->next;
         if (c->next)
                 c->next->prev = c->prev;
-        sd_event_source_disable_unref(c->source);
-        safe_close(c->fd);
-        free(c);
+        c->source = sd_event_source_disable_unref(c->source);
+        c->fd = safe_close(c->fd);
+        c->dead = true;
+        if (!c->busy)
+                free(c);
 }
 
 /* The worker went away (or another took over): what it had not answered is passed again to the next. */
@@ -543,8 +547,10 @@ static int handle_attach(Conn *c, const char *path, const char *fsname, const ch
                 /* The worker's libfuse session wants FUSE_INIT first; the kernel sent it only once. */
                 Request *q = request_new(m->init, m->init_size);
 
-                if (!q)
+                if (!q) {
+                        mount_detach(m);
                         return -ENOMEM;
+                }
                 q->replay = true;
                 request_prepend(m, q);
         }
@@ -604,15 +610,18 @@ static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata)
         Conn *c = userdata;
         Forwarder *f = c->forwarder;
 
+        /* Anything below may end this connection (a failed send detaches the worker): it is freed at
+         * the end, not under our feet. */
+        c->busy = true;
         if (c->mount && (revents & EPOLLOUT))
                 mount_flush(c->mount);
-        for (;;) {
+        while (!c->dead) {
                 ssize_t n;
                 FdMount *m;
 
                 n = recv(c->fd, f->buf, IMAGEFS_FD_MESSAGE_MAX, MSG_DONTWAIT | MSG_TRUNC);
                 if (n < 0 && errno == EAGAIN)
-                        return 0;
+                        break;
                 if (n < 0 && errno == EINTR)
                         continue;
                 m = c->mount;
@@ -622,21 +631,23 @@ static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                                 mount_detach(m);
                         else
                                 conn_free(c);
-                        return 0;
+                        break;
                 }
                 if ((size_t) n > IMAGEFS_FD_MESSAGE_MAX) {
                         log_warning("A message of %zd bytes from a worker is too large, dropping it.", n);
                         continue;
                 }
                 if (!m) {
-                        if (!handle_command(c, f->buf, (size_t) n)) {
+                        if (!handle_command(c, f->buf, (size_t) n))
                                 conn_free(c);
-                                return 0;
-                        }
                         continue;
                 }
                 mount_answer(m, f->buf, (size_t) n);
         }
+        c->busy = false;
+        if (c->dead)
+                free(c);
+        return 0;
 }
 
 static int on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
