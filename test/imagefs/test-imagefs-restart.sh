@@ -212,6 +212,8 @@ testcase_restart_and_kill() {
         assert_ge "$redispatched" 1 "requests passed again"
         # The mounts are the same all along (one per layer, never remounted).
         assert_eq "$n" "$(grep -c "(new mount)" "$WORK/fd.log")" "mounts made"
+        # In a sanitizer build: nothing found in any worker or the forwarder.
+        assert_rc 1 grep -E "Sanitizer|runtime error" "$WORK/imagefs.log" "$WORK/fd.log"
 
         # The worker stops: the mounts stay. The forwarder stops (no systemd): it unmounts them.
         umount "$WORK/merged"
@@ -281,6 +283,7 @@ testcase_forwarder_restart() {
         assert_match "errors=0 " "$(tail -n 1 "$WORK/readers.out")"
         echo "forwarder restarts=3 kills=3 $(tail -n 1 "$WORK/readers.out")"
         assert_eq $((n * 6)) "$(grep -c "back from the fd store; the kernel resends" "$WORK/fd.log")" "mounts taken back"
+        assert_rc 1 grep -E "Sanitizer|runtime error" "$WORK/imagefs.log" "$WORK/fd.log"
         assert_eq "$n" "$(grep -c "(new mount)" "$WORK/fd.log")" "mounts made"
 
         touch "$WORK/stop-workers"
