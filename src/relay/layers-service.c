@@ -335,6 +335,135 @@ static int read_content(LayerCall *c, const ProtobufCMessage *m) {
         return 0;
 }
 
+/* ReadRanges: at most this many ranges in one call (the client's list of files to prefetch: an image
+ * layer rarely has more regular files than that, and the request stays a few MiB at most). */
+#define RANGES_MAX 65536U
+
+typedef struct RangeSource {
+        Digest digest;
+        uint64_t offset, end;
+} RangeSource;
+
+typedef struct RangeBatcher {
+        RpcCall *call;
+        uint8_t *buf;                /* PIECE_BYTES */
+        size_t used;
+        Tonari__Layers__V1__RangeData pieces[64];
+        Tonari__Layers__V1__RangeData *ptrs[64];
+        size_t n;
+} RangeBatcher;
+
+static int batch_flush(RangeBatcher *b) {
+        Tonari__Layers__V1__RangeBatch m = TONARI__LAYERS__V1__RANGE_BATCH__INIT;
+        int r;
+
+        if (b->n == 0)
+                return 0;
+        for (size_t i = 0; i < b->n; i++)
+                b->ptrs[i] = &b->pieces[i];
+        m.n_pieces = b->n;
+        m.pieces = b->ptrs;
+        r = rpc_call_send_proto(b->call, &m.base);
+        b->n = 0;
+        b->used = 0;
+        return r;
+}
+
+/* The bytes of one range into the batch, sent whenever the batch is full. */
+static int batch_range(RangeBatcher *b, int fd, uint32_t index, uint64_t inode, uint64_t off, uint64_t end) {
+        int r;
+
+        while (off < end) {
+                ssize_t k;
+
+                if (b->used == PIECE_BYTES || b->n == ELEMENTSOF(b->pieces)) {
+                        r = batch_flush(b);
+                        if (r < 0)
+                                return r;
+                }
+                k = pread(fd, b->buf + b->used, (size_t) MIN((uint64_t) (PIECE_BYTES - b->used), end - off), (off_t) off);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0) {
+                        rpc_call_set_error(b->call, "the content of inode %" PRIu64 " is shorter than its size", inode);
+                        return -EUCLEAN;
+                }
+                b->pieces[b->n] = (Tonari__Layers__V1__RangeData) TONARI__LAYERS__V1__RANGE_DATA__INIT;
+                b->pieces[b->n].range = index;
+                b->pieces[b->n].offset = off;
+                b->pieces[b->n].data.data = b->buf + b->used;
+                b->pieces[b->n].data.len = (size_t) k;
+                b->n++;
+                b->used += (size_t) k;
+                off += (uint64_t) k;
+        }
+        return 0;
+}
+
+static int read_ranges(LayerCall *c, const ProtobufCMessage *m) {
+        const Tonari__Layers__V1__ReadRangesRequest *req = (const void *) m;
+        _cleanup_free_ RangeSource *sources = NULL;
+        _cleanup_free_ uint8_t *buf = NULL;
+        RangeBatcher b = { .call = c->call };
+        size_t n = 0;
+        int r = 0;
+
+        if (req->n_ranges > RANGES_MAX) {
+                rpc_call_set_error(c->call, "%zu ranges asked, at most %u per call", req->n_ranges, RANGES_MAX);
+                return -EINVAL;
+        }
+        /* Every range checked against the ToC first, the ToC given back before the bytes flow; a bad
+         * range ends the call after the ranges before it, as the protocol says. */
+        sources = new(RangeSource, req->n_ranges ?: 1);
+        if (!sources)
+                return -ENOMEM;
+        for (; n < req->n_ranges; n++) {
+                const Tonari__Layers__V1__Range *q = req->ranges[n];
+
+                c->ino = q->inode;
+                r = get_entry(c->toc, c->call, c->layer, q->inode, &c->entry);
+                if (r >= 0)
+                        r = check_type(c, TOC_TYPE_REGULAR);
+                if (r < 0)
+                        break;
+                memcpy(sources[n].digest.bytes, c->entry.digest, DIGEST_SIZE);
+                sources[n].offset = MIN(q->offset, c->entry.size);
+                sources[n].end = q->length == 0 || q->length > c->entry.size - sources[n].offset ?
+                                         c->entry.size :
+                                         sources[n].offset + q->length;
+        }
+        layer_call_release(c);
+
+        b.buf = buf = malloc(PIECE_BYTES);
+        if (!buf)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_close_ int fd = -EBADF;
+                int k;
+
+                if (sources[i].offset >= sources[i].end)
+                        continue;
+                fd = image_store_open_object(c->relay->store, &sources[i].digest);
+                if (fd < 0) {
+                        rpc_call_set_error(c->call, "the content of inode %" PRIu64 " is missing from the store",
+                                           req->ranges[i]->inode);
+                        return fd == -ENOENT ? -EUCLEAN : fd;
+                }
+                k = batch_range(&b, fd, (uint32_t) i, req->ranges[i]->inode, sources[i].offset, sources[i].end);
+                if (k < 0)
+                        return k;
+        }
+        if (r < 0) {
+                /* The error set above, after the data of the good ranges. */
+                int k = batch_flush(&b);
+
+                return k < 0 ? k : r;
+        }
+        return batch_flush(&b);
+}
+
 static int reply_entry(LayerCall *c, const ProtobufCMessage *req) {
         Tonari__Layers__V1__Entry m;
         char digest[DIGEST_STRING_MAX];
@@ -487,6 +616,7 @@ static int getxattr_value(LayerCall *c, const ProtobufCMessage *m) {
         }
 
 DEFINE_LAYER_HANDLER(handle_read, read_request, TOC_TYPE_REGULAR, read_content)
+DEFINE_LAYER_HANDLER(handle_read_ranges, read_ranges_request, NO_ENTRY, read_ranges)
 DEFINE_LAYER_HANDLER(handle_lookup, lookup_request, NO_ENTRY, lookup)
 DEFINE_LAYER_HANDLER(handle_getattr, get_attr_request, ANY_TYPE, reply_entry)
 DEFINE_LAYER_HANDLER(handle_readdir, read_dir_request, TOC_TYPE_DIRECTORY, readdir_batches)
@@ -499,6 +629,7 @@ int relay_register_layers_service(Relay *r) {
                 /* Streams of content wait for the disk and the client: threads of their own. */
                 { "GetToC", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_get_toc },
                 { "Read", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_read },
+                { "ReadRanges", RPC_SERVER_STREAM, RPC_METHOD_BLOCKING, handle_read_ranges },
                 { "Lookup", RPC_UNARY, 0, handle_lookup },
                 { "GetAttr", RPC_UNARY, 0, handle_getattr },
                 { "ReadDir", RPC_SERVER_STREAM, 0, handle_readdir },
