@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,136 @@ int imagefs_relay_read(ImagefsRelay *r, const char *layer, uint64_t inode, uint6
                 if (got > 0 || !retry(r, k, deadline))
                         return final_error(k);
         }
+}
+
+struct ImagefsRangeStream {
+        ImagefsRelay *relay;
+        Tonari__Layers__V1__ReadRangesRequest req;
+        Tonari__Layers__V1__Range *ranges;
+        Tonari__Layers__V1__Range **ptrs;
+        char *layer;
+        usec_t deadline, timeout;
+        RpcStream *stream;
+        Tonari__Layers__V1__RangeBatch *batch;
+        size_t next_piece;
+        bool delivered;
+        pthread_mutex_t lock; /* stream and cancelled, for imagefs_range_stream_cancel() */
+        bool cancelled;
+        uint32_t range;   /* where the next piece must be: this range ... */
+        uint64_t offset;  /* ... at this offset, or a later range */
+};
+
+ImagefsRangeStream *imagefs_range_stream_free(ImagefsRangeStream *s) {
+        if (!s)
+                return NULL;
+        if (s->batch)
+                protobuf_c_message_free_unpacked(&s->batch->base, NULL);
+        rpc_stream_free(s->stream); /* cancels a stream not read to its end */
+        pthread_mutex_destroy(&s->lock);
+        free(s->ranges);
+        free(s->ptrs);
+        free(s->layer);
+        return mfree(s);
+}
+
+int imagefs_relay_read_ranges(ImagefsRelay *r, const char *layer, const ImagefsRange *ranges, size_t n,
+                              usec_t timeout, ImagefsRangeStream **ret) {
+        _cleanup_(imagefs_range_stream_freep) ImagefsRangeStream *s = NULL;
+
+        s = new0(ImagefsRangeStream, 1);
+        if (!s)
+                return -ENOMEM;
+        pthread_mutex_init(&s->lock, NULL);
+        s->relay = r;
+        s->deadline = deadline_of(timeout);
+        s->timeout = timeout;
+        s->layer = strdup(layer);
+        s->ranges = new(Tonari__Layers__V1__Range, n ?: 1);
+        s->ptrs = new(Tonari__Layers__V1__Range *, n ?: 1);
+        if (!s->layer || !s->ranges || !s->ptrs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                s->ranges[i] = (Tonari__Layers__V1__Range) TONARI__LAYERS__V1__RANGE__INIT;
+                s->ranges[i].inode = ranges[i].inode;
+                s->ranges[i].offset = ranges[i].offset;
+                s->ranges[i].length = ranges[i].length;
+                s->ptrs[i] = &s->ranges[i];
+        }
+        s->req = (Tonari__Layers__V1__ReadRangesRequest) TONARI__LAYERS__V1__READ_RANGES_REQUEST__INIT;
+        s->req.layer = s->layer;
+        s->req.n_ranges = n;
+        s->req.ranges = s->ptrs;
+        s->offset = n > 0 ? ranges[0].offset : 0;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int imagefs_range_stream_next(ImagefsRangeStream *s, uint32_t *ret_range, uint64_t *ret_offset, const void **ret_data,
+                              size_t *ret_size, char **ret_error) {
+        const Tonari__Layers__V1__RangeData *p;
+        const Tonari__Layers__V1__Range *q;
+        int k;
+
+        while (!s->batch || s->next_piece >= s->batch->n_pieces) {
+                if (s->batch)
+                        protobuf_c_message_free_unpacked(&s->batch->base, NULL);
+                s->batch = NULL;
+                s->next_piece = 0;
+                if (!s->stream) {
+                        pthread_mutex_lock(&s->lock);
+                        k = s->cancelled ? -ECANCELED :
+                                           rpc_stream_open_proto(s->relay->channel, LAYERS "ReadRanges", &s->req.base,
+                                                                 left(s->deadline), &s->stream);
+                        pthread_mutex_unlock(&s->lock);
+                        if (k < 0)
+                                return k == -ECANCELED ? k : final_error(s->relay, k, s->deadline, s->timeout);
+                }
+                k = rpc_stream_next_proto(s->stream, &tonari__layers__v1__range_batch__descriptor,
+                                          (ProtobufCMessage **) &s->batch, ret_error);
+                if (k == 0)
+                        return 0;
+                if (k < 0) {
+                        s->batch = NULL;
+                        if (__atomic_load_n(&s->cancelled, __ATOMIC_RELAXED))
+                                return -ECANCELED;
+                        /* Nothing delivered yet: a relay away may come back before the deadline. */
+                        if (!s->delivered && !__atomic_load_n(&s->cancelled, __ATOMIC_RELAXED) &&
+                            retry(s->relay, k, s->deadline)) {
+                                pthread_mutex_lock(&s->lock);
+                                s->stream = rpc_stream_free(s->stream);
+                                pthread_mutex_unlock(&s->lock);
+                                if (ret_error)
+                                        *ret_error = mfree(*ret_error);
+                                continue;
+                        }
+                        return final_error(s->relay, k, s->deadline, s->timeout);
+                }
+        }
+        p = s->batch->pieces[s->next_piece++];
+        if (p->range >= s->req.n_ranges || p->range < s->range)
+                return -EBADMSG;
+        q = s->ranges + p->range;
+        if (p->range > s->range) {
+                s->range = p->range;
+                s->offset = q->offset;
+        }
+        if (p->offset != s->offset || (q->length > 0 && p->data.len > q->offset + q->length - p->offset))
+                return -EBADMSG;
+        s->offset += p->data.len;
+        s->delivered = true;
+        *ret_range = p->range;
+        *ret_offset = p->offset;
+        *ret_data = p->data.data;
+        *ret_size = p->data.len;
+        return 1;
+}
+
+void imagefs_range_stream_cancel(ImagefsRangeStream *s) {
+        pthread_mutex_lock(&s->lock);
+        __atomic_store_n(&s->cancelled, true, __ATOMIC_RELAXED);
+        if (s->stream)
+                rpc_stream_cancel(s->stream);
+        pthread_mutex_unlock(&s->lock);
 }
 
 int imagefs_relay_lookup(ImagefsRelay *r, const char *layer, uint64_t parent, const char *name, usec_t timeout,

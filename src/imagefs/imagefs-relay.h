@@ -42,6 +42,29 @@ int imagefs_relay_get_toc(ImagefsRelay *r, const char *layer, usec_t timeout, vo
 int imagefs_relay_read(ImagefsRelay *r, const char *layer, uint64_t inode, uint64_t offset, uint64_t length,
                        usec_t timeout, imagefs_sink_t sink, void *userdata, char **ret_error);
 
+/* ReadRanges: many files' bytes in one stream (the prefetch). The stream is read piece by piece. */
+typedef struct ImagefsRange {
+        uint64_t inode, offset, length; /* length 0: to the end of the file */
+} ImagefsRange;
+typedef struct ImagefsRangeStream ImagefsRangeStream;
+
+/* ranges are copied. Nothing is sent before the first imagefs_range_stream_next(). timeout bounds the
+ * whole stream. */
+int imagefs_relay_read_ranges(ImagefsRelay *r, const char *layer, const ImagefsRange *ranges, size_t n,
+                              usec_t timeout, ImagefsRangeStream **ret);
+/* The next piece: 1 with the range's index, the offset in its file and the bytes (valid until the next
+ * call), 0 at the end, or a negative errno (its message in *ret_error). -EBADMSG for pieces out of order
+ * or outside their range. A relay that cannot be reached before the first piece is tried again until the
+ * deadline. */
+int imagefs_range_stream_next(ImagefsRangeStream *s, uint32_t *ret_range, uint64_t *ret_offset, const void **ret_data,
+                              size_t *ret_size, char **ret_error);
+/* From another thread: the stream ends (next returns -ECANCELED). */
+void imagefs_range_stream_cancel(ImagefsRangeStream *s);
+ImagefsRangeStream *imagefs_range_stream_free(ImagefsRangeStream *s);
+static inline void imagefs_range_stream_freep(ImagefsRangeStream **s) {
+        imagefs_range_stream_free(*s);
+}
+
 int imagefs_relay_lookup(ImagefsRelay *r, const char *layer, uint64_t parent, const char *name, usec_t timeout,
                          ImagefsNode *ret, char **ret_error);
 int imagefs_relay_getattr(ImagefsRelay *r, const char *layer, uint64_t inode, usec_t timeout, ImagefsNode *ret,
