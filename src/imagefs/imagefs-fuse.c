@@ -69,6 +69,7 @@ struct ImagefsMount {
         bool running; /* atomic */
 
         ImagefsCounters counters; /* atomic fields */
+        ImagefsPrefetch *prefetch;
 };
 
 struct Handle {
@@ -309,6 +310,7 @@ static int handle_open(ImagefsMount *m, fuse_ino_t ino, Handle **ret) {
                 return ENOMEM;
         h->inode = node.entry;
         h->digest = node.digest;
+        imagefs_prefetch_opened(m->prefetch, node.entry);
         r = imagefs_cache_get(m->cache, &content, &h->entry);
         if (r < 0)
                 return io_error(m, r, "open (cache)", node.entry, NULL);
@@ -426,6 +428,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
                 return;
         }
         c.handle = h;
+        /* A content the prefetch stream still brings is not asked for twice. */
+        imagefs_prefetch_wait(m->prefetch, &h->digest);
         r = imagefs_cache_prepare(m->cache, h->entry, (uint64_t) off, size, fetch, &c, &fd, &fetched, &hit);
         if (r < 0) {
                 char path[TOC_PATH_MAX + 1], digest[DIGEST_STRING_MAX];
@@ -1006,6 +1010,8 @@ ImagefsMount *imagefs_mount_free(ImagefsMount *m) {
         if (!m)
                 return NULL;
         imagefs_mount_stop(m);
+        /* Its thread reads the ToC. */
+        imagefs_prefetch_free(m->prefetch);
         for (size_t i = 0; i < HANDLE_BUCKETS; i++)
                 while (m->handles[i]) {
                         Handle *h = m->handles[i];
@@ -1038,6 +1044,11 @@ void imagefs_mount_set_toc_load(ImagefsMount *m, uint64_t bytes, usec_t load_use
         m->counters.toc_load_usec = load_usec;
 }
 
+void imagefs_mount_set_prefetch(ImagefsMount *m, ImagefsPrefetch *p) {
+        imagefs_prefetch_free(m->prefetch);
+        m->prefetch = p;
+}
+
 void imagefs_mount_counters(ImagefsMount *m, ImagefsCounters *ret) {
         *ret = (ImagefsCounters) {
 #define LOAD(f) .f = __atomic_load_n(&m->counters.f, __ATOMIC_RELAXED)
@@ -1051,4 +1062,5 @@ void imagefs_mount_counters(ImagefsMount *m, ImagefsCounters *ret) {
                 LOAD(errors),
 #undef LOAD
         };
+        imagefs_prefetch_counters(m->prefetch, &ret->prefetch);
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "imagefs-cache.h"
+#include "imagefs-prefetch.h"
 #include "imagefs-relay.h"
 #include "time-util.h"
 #include "toc.h"
@@ -31,6 +32,7 @@ typedef struct ImagefsCounters {
         uint64_t toc_bytes;
         uint64_t toc_load_usec;        /* GetToC, verification and opening */
         uint64_t errors;               /* requests answered with EIO */
+        ImagefsPrefetchCounters prefetch;
 } ImagefsCounters;
 
 typedef struct ImagefsMountConfig {
@@ -60,4 +62,7 @@ const char *imagefs_mount_layer(const ImagefsMount *m) _pure_;
 const char *imagefs_mount_path(const ImagefsMount *m) _pure_;
 bool imagefs_mount_has_toc(const ImagefsMount *m) _pure_;
 void imagefs_mount_set_toc_load(ImagefsMount *m, uint64_t bytes, usec_t load_usec);
+/* Before imagefs_mount_start(): the mount takes p, tells it the files opened and lets reads wait for
+ * its stream; p is freed with the mount. */
+void imagefs_mount_set_prefetch(ImagefsMount *m, ImagefsPrefetch *p);
 void imagefs_mount_counters(ImagefsMount *m, ImagefsCounters *ret);

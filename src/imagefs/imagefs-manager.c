@@ -61,6 +61,7 @@
 #include "imagefs-cache.h"
 #include "imagefs-fuse.h"
 #include "imagefs-manager.h"
+#include "imagefs-prefetch.h"
 #include "imagefs-relay.h"
 #include "imagefs-toc.h"
 #include "log.h"
@@ -109,10 +110,12 @@ static void format_counters(ImagefsMount *mount, char *buf, size_t size) {
         snprintf(buf, size,
                  "layer=%s mountpoint=%s toc=%s metadata_round_trips=%" PRIu64 " content_round_trips=%" PRIu64
                  " bytes_fetched=%" PRIu64 " cache_hits=%" PRIu64 " cache_misses=%" PRIu64 " toc_bytes=%" PRIu64
-                 " toc_load_usec=%" PRIu64 " errors=%" PRIu64,
+                 " toc_load_usec=%" PRIu64 " errors=%" PRIu64 " prefetch_files=%" PRIu64 " prefetch_bytes=%" PRIu64
+                 " prefetch_waits=%" PRIu64 " prefetch_usec=%" PRIu64,
                  imagefs_mount_layer(mount), imagefs_mount_path(mount), imagefs_mount_has_toc(mount) ? "yes" : "no",
                  c.metadata_round_trips, c.content_round_trips, c.bytes_fetched, c.cache_hits, c.cache_misses,
-                 c.toc_bytes, c.toc_load_usec, c.errors);
+                 c.toc_bytes, c.toc_load_usec, c.errors, c.prefetch.files, c.prefetch.bytes, c.prefetch.waits,
+                 c.prefetch.usec);
 }
 
 int imagefs_manager_write_stats(ImagefsManager *m) {
@@ -375,6 +378,7 @@ static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMou
                 .forwarder = m->forwarder,
         };
         ImagefsMount *mount = NULL, **n;
+        ImagefsPrefetch *prefetch = NULL;
         ImagefsRelay *relay;
         Toc *toc = NULL;
         uint64_t toc_bytes = 0;
@@ -406,12 +410,32 @@ static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMou
                 return -ENOMEM;
         }
         imagefs_mount_set_toc_load(mount, toc_bytes, load_usec);
+        if (toc && (q->prefetch_list || q->record_opened)) {
+                r = imagefs_prefetch_new(&(ImagefsPrefetchConfig) {
+                                                 .layer = q->layer,
+                                                 .list_path = q->prefetch_list,
+                                                 .record_path = q->record_opened,
+                                                 .timeout_usec = m->read_timeout_usec,
+                                         },
+                                         toc, relay, m->cache, &prefetch);
+                if (r < 0) {
+                        imagefs_mount_free(mount);
+                        return log_error_errno(r, "Failed to read the prefetch list '%s' of layer %s: %m",
+                                               strna(q->prefetch_list), q->layer);
+                }
+                imagefs_mount_set_prefetch(mount, prefetch);
+        }
         r = imagefs_mount_start(mount, m->notify_fd);
         if (r < 0) {
                 imagefs_mount_free(mount);
                 return set_error_message(ret_message, r, "Failed to mount layer %s on '%s'%s%s%s: %s", q->layer,
                                          q->mountpoint, m->forwarder ? " through the forwarder '" : "",
                                          strempty(m->forwarder), m->forwarder ? "'" : "", strerror(-r));
+        }
+        if (prefetch) {
+                r = imagefs_prefetch_start(prefetch);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to start the prefetch of layer %s, ignoring: %m", q->layer);
         }
         m->mounts[m->n_mounts++] = mount;
         log_struct(LOG_INFO,

@@ -41,6 +41,8 @@ typedef struct ImagefsMountRequest {
         const char *mountpoint;
         bool use_toc;
         const Digest *toc_digest;    /* the ToC's digest from GetImage; NULL: the one GetToC announces */
+        const char *prefetch_list;   /* ToC mode: paths to stream into the cache after mounting, or NULL */
+        const char *record_opened;   /* ToC mode: where to write the files opened at the end, or NULL */
 } ImagefsMountRequest;
 
 int imagefs_manager_new(const ImagefsManagerConfig *config, ImagefsManager **ret);

@@ -31,7 +31,9 @@ static int arg_log_level = -1;
 static const char *arg_layers[MOUNTS_MAX];
 static const char *arg_mountpoints[MOUNTS_MAX];
 static Digest arg_toc_digests[MOUNTS_MAX];
-static size_t arg_n_layers = 0, arg_n_mountpoints = 0, arg_n_toc_digests = 0;
+static const char *arg_prefetch[MOUNTS_MAX];
+static const char *arg_record[MOUNTS_MAX];
+static size_t arg_n_layers = 0, arg_n_mountpoints = 0, arg_n_toc_digests = 0, arg_n_prefetch = 0, arg_n_record = 0;
 static const char *arg_cache_dir = NULL;
 static const char *arg_stats_file = NULL;
 static const char *arg_forwarder = NULL;
@@ -62,7 +64,11 @@ static void help(void) {
                "     --layer=DIGEST         The layer's diff_id (sha256:...)\n"
                "     --toc-digest=DIGEST    The digest the layer's ToC must have (from the image)\n"
                "     --mountpoint=PATH      Where to mount it\n"
-               "                            (all three may be repeated: one process, many mounts)\n"
+               "     --prefetch=PATH        A list of paths in the layer (one a line) to stream into\n"
+               "                            the cache in one call right after the mount\n"
+               "     --record-opened=PATH   Write the paths of the files opened to PATH at the end\n"
+               "                            (the next run's --prefetch= list)\n"
+               "                            (all five may be repeated: one process, many mounts)\n"
                "     --no-toc               Ask the relay for every metadata request (the baseline)\n"
                "     --cache-dir=PATH       Content cache directory (CacheDirectory=)\n"
                "     --cache-max=BYTES      Bound of the cache (CacheMaxBytes=, default 10G, 0: none)\n"
@@ -84,6 +90,8 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_LAYER,
                 ARG_TOC_DIGEST,
                 ARG_MOUNTPOINT,
+                ARG_PREFETCH,
+                ARG_RECORD_OPENED,
                 ARG_NO_TOC,
                 ARG_CACHE_DIR,
                 ARG_CACHE_MAX,
@@ -103,6 +111,8 @@ static int parse_argv(int argc, char *argv[]) {
                 { "layer", required_argument, NULL, ARG_LAYER },
                 { "toc-digest", required_argument, NULL, ARG_TOC_DIGEST },
                 { "mountpoint", required_argument, NULL, ARG_MOUNTPOINT },
+                { "prefetch", required_argument, NULL, ARG_PREFETCH },
+                { "record-opened", required_argument, NULL, ARG_RECORD_OPENED },
                 { "no-toc", no_argument, NULL, ARG_NO_TOC },
                 { "cache-dir", required_argument, NULL, ARG_CACHE_DIR },
                 { "cache-max", required_argument, NULL, ARG_CACHE_MAX },
@@ -145,6 +155,16 @@ static int parse_argv(int argc, char *argv[]) {
                         if (arg_n_mountpoints >= MOUNTS_MAX)
                                 return log_error_errno(E2BIG, "At most %d mounts.", MOUNTS_MAX);
                         arg_mountpoints[arg_n_mountpoints++] = optarg;
+                        break;
+                case ARG_PREFETCH:
+                        if (arg_n_prefetch >= MOUNTS_MAX)
+                                return log_error_errno(E2BIG, "At most %d mounts.", MOUNTS_MAX);
+                        arg_prefetch[arg_n_prefetch++] = optarg;
+                        break;
+                case ARG_RECORD_OPENED:
+                        if (arg_n_record >= MOUNTS_MAX)
+                                return log_error_errno(E2BIG, "At most %d mounts.", MOUNTS_MAX);
+                        arg_record[arg_n_record++] = optarg;
                         break;
                 case ARG_NO_TOC:
                         arg_toc = false;
@@ -205,8 +225,12 @@ static int parse_argv(int argc, char *argv[]) {
                 return 1; /* the service */
         if (!arg_relay || !arg_cache_dir)
                 return log_error_errno(EINVAL, "--layer= needs --relay=, --mountpoint= and --cache-dir=.");
-        if (arg_n_mountpoints != arg_n_layers || (arg_n_toc_digests > 0 && arg_n_toc_digests != arg_n_layers))
-                return log_error_errno(EINVAL, "Each --layer= needs its --mountpoint= (and --toc-digest=, if any).");
+        if (arg_n_mountpoints != arg_n_layers || (arg_n_toc_digests > 0 && arg_n_toc_digests != arg_n_layers) ||
+            (arg_n_prefetch > 0 && arg_n_prefetch != arg_n_layers) || (arg_n_record > 0 && arg_n_record != arg_n_layers))
+                return log_error_errno(EINVAL, "Each --layer= needs its --mountpoint= (and --toc-digest=, --prefetch=, "
+                                               "--record-opened=, if any).");
+        if (!arg_toc && (arg_n_prefetch > 0 || arg_n_record > 0))
+                return log_error_errno(EINVAL, "--prefetch= and --record-opened= need the ToC, not --no-toc.");
         return 1;
 }
 
@@ -319,6 +343,8 @@ static int run(int argc, char *argv[]) {
                         .mountpoint = arg_mountpoints[i],
                         .use_toc = arg_toc,
                         .toc_digest = arg_n_toc_digests > 0 ? &arg_toc_digests[i] : NULL,
+                        .prefetch_list = arg_n_prefetch > 0 ? arg_prefetch[i] : NULL,
+                        .record_opened = arg_n_record > 0 ? arg_record[i] : NULL,
                 });
                 if (r < 0)
                         return r;
