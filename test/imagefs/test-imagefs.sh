@@ -382,4 +382,55 @@ testcase_refusals() {
         rm -f "$WORK/refuse1/imagefs.pid"
 }
 
+# prefetch_done NAME BYTES: waits until NAME's prefetch streams brought BYTES bytes in all.
+prefetch_done() {
+        for _ in $(seq 100); do
+                [[ $(stat_sum "$1" prefetch_bytes) -ge $2 ]] && return 0
+                sleep 0.1
+        done
+        cat "$WORK/$1/stats"
+        return 1
+}
+
+testcase_prefetch() {
+        local i rec=() pre=() files=(opt/rand/f3 opt/big.bin opt/medium.bin etc/passwd) f bytes=0
+        mkdir -p "$WORK/records"
+        for i in "${!LAYERS[@]}"; do
+                rec+=(--record-opened="$WORK/records/l$((i + 1))")
+                pre+=(--prefetch="$WORK/records/l$((i + 1))")
+        done
+        # A run records the files it opens, per layer, in the order of their first open.
+        start_imagefs record "${rec[@]}"
+        overlay record
+        for f in "${files[@]}"; do
+                cat "$WORK/record/merged/$f" >/dev/null
+                bytes=$((bytes + $(stat -c %s "$EXPECTED/$f")))
+        done
+        stop_imagefs record
+        assert_eq "opt/rand/f3 opt/big.bin opt/medium.bin" "$(cat "$WORK"/records/l* | grep '^opt/' | xargs)" "recorded"
+        assert_match "etc/passwd" "$(cat "$WORK"/records/l*)"
+        # The next run, with an empty cache, streams them in one call per layer right after the mount;
+        # reading them afterwards asks the relay nothing.
+        echo "not/in/the/layer" >>"$WORK/records/l${#LAYERS[@]}"
+        start_imagefs prefetch "${pre[@]}"
+        prefetch_done prefetch "$bytes"
+        assert_eq "$bytes" "$(stat_sum prefetch prefetch_bytes)" "bytes prefetched"
+        assert_eq 0 "$(stat_sum prefetch content_round_trips)" "Read calls before any read"
+        overlay prefetch
+        for f in "${files[@]}"; do
+                assert_eq "$(sha "$EXPECTED/$f")" "$(sha "$WORK/prefetch/merged/$f")" "$f"
+        done
+        assert_eq 0 "$(stat_sum prefetch content_round_trips)" "Read calls after reading the prefetched files"
+        assert_eq 0 "$(stat_sum prefetch cache_misses)" "cache misses"
+        assert_eq 0 "$(stat_sum prefetch errors)" "errors"
+        stop_imagefs prefetch
+        # A list that cannot be read, or a prefetch without the ToC, is refused.
+        mkdir -p "$WORK/refuse-prefetch"
+        assert_rc 1 "$IMAGEFS" --relay="$RELAY_ADDRESS" --layer="${LAYERS[0]}" --mountpoint="$WORK/refuse-prefetch" \
+                --cache-dir="$WORK/refuse-prefetch.cache" --prefetch="$WORK/records/missing"
+        assert_rc 1 "$IMAGEFS" --relay="$RELAY_ADDRESS" --layer="${LAYERS[0]}" --mountpoint="$WORK/refuse-prefetch" \
+                --cache-dir="$WORK/refuse-prefetch.cache" --prefetch="$WORK/records/l1" --no-toc
+        assert_rc 1 findmnt "$WORK/refuse-prefetch"
+}
+
 run_testcases
