@@ -7,6 +7,9 @@
  * GetXattr, ReadDir) and checks each answer against the ToC, and reads every regular file with
  * Read, checking its sha256 against the ToC's content digest. Prints the numbers it checked.
  *
+ * and then reads all regular files again in one ReadRanges call, and once more with a directory among them
+ * (refused after the files before it).
+ *
  * Single calls, for tests that break things (test-relay-hardening.sh) and for bench/:
  *   test-layers-client readdir ADDRESS LAYER INODE   "OK <n> entries <names...>"
  *   test-layers-client gettoc ADDRESS LAYER FILE     "OK <bytes> <digest>", the ToC written to FILE
@@ -182,6 +185,81 @@ static int cmd_gettoc_many(const char *count) {
                 CHECK(sizes[i] == sizes[0], "sizes differ");
         printf("OK %u calls of %" PRIu64 " bytes\n", n, sizes[0]);
         return 0;
+}
+
+/*
+ * ReadRanges over ranges (inode, offset 0, length 0) of the ToC: each range's bytes in order and equal
+ * to the ToC's digest, as far as the call goes; returns the call's result and the number of ranges
+ * whose bytes all came.
+ */
+static int read_ranges(const Toc *t, const uint64_t *inodes, size_t n, uint64_t *ret_bytes, size_t *ret_complete,
+                       char **ret_error) {
+        Tonari__Layers__V1__ReadRangesRequest rq = TONARI__LAYERS__V1__READ_RANGES_REQUEST__INIT;
+        _cleanup_free_ Tonari__Layers__V1__Range *ranges = new(Tonari__Layers__V1__Range, n);
+        _cleanup_free_ Tonari__Layers__V1__Range **ptrs = new(Tonari__Layers__V1__Range *, n);
+        _cleanup_rpc_stream_ RpcStream *s = NULL;
+        _cleanup_hasher_ Hasher *h = NULL;
+        uint64_t got = 0, bytes = 0;
+        size_t cur = 0, complete = 0;
+        TocEntry e;
+        Digest d;
+        int r;
+
+        CHECK(ranges && ptrs && hasher_new(&h) == 0, "oom");
+        for (size_t i = 0; i < n; i++) {
+                ranges[i] = (Tonari__Layers__V1__Range) TONARI__LAYERS__V1__RANGE__INIT;
+                ranges[i].inode = inodes[i];
+                ptrs[i] = &ranges[i];
+        }
+        rq.layer = layer;
+        rq.n_ranges = n;
+        rq.ranges = ptrs;
+        CHECK(rpc_stream_open_proto(channel, LAYERS "ReadRanges", &rq.base, TIMEOUT, &s) == 0, "ReadRanges");
+        /* A range is complete when its bytes match once the stream moved past it (or ended). */
+#define FINISH_RANGE()                                                                                         \
+        do {                                                                                                   \
+                CHECK(toc_get(t, inodes[cur], &e) == 0, "toc_get");                                            \
+                CHECK(got == e.size, "ReadRanges: range %zu has %" PRIu64 " of %" PRIu64 " bytes", cur, got, e.size); \
+                CHECK(hasher_finish(h, &d) == 0 && memcmp(d.bytes, e.digest, DIGEST_SIZE) == 0,                \
+                      "ReadRanges: range %zu does not match the ToC's digest", cur);                            \
+                complete++;                                                                                    \
+                got = 0;                                                                                       \
+        } while (0)
+        for (;;) {
+                Tonari__Layers__V1__RangeBatch *b = NULL;
+
+                r = rpc_stream_next_proto(s, &tonari__layers__v1__range_batch__descriptor, (ProtobufCMessage **) &b,
+                                          ret_error);
+                if (r <= 0)
+                        break;
+                CHECK(b->n_pieces > 0, "ReadRanges: an empty batch");
+                for (size_t k = 0; k < b->n_pieces; k++) {
+                        const Tonari__Layers__V1__RangeData *p = b->pieces[k];
+
+                        CHECK(p->range >= cur && p->range < n, "ReadRanges: range %u after %zu", p->range, cur);
+                        /* Ranges skipped are empty files. */
+                        while (cur < p->range) {
+                                FINISH_RANGE();
+                                cur++;
+                        }
+                        CHECK(p->offset == got, "ReadRanges: range %zu piece at %" PRIu64, cur, p->offset);
+                        (void) hasher_update(h, p->data.data, p->data.len);
+                        got += p->data.len;
+                        bytes += p->data.len;
+                }
+                protobuf_c_message_free_unpacked(&b->base, NULL);
+        }
+        /* At the end, or at an error: the ranges of regular files up to the first that is none. */
+        for (; cur < n; cur++) {
+                CHECK(toc_get(t, inodes[cur], &e) == 0, "toc_get");
+                if (e.type != TOC_TYPE_REGULAR)
+                        break;
+                FINISH_RANGE();
+        }
+#undef FINISH_RANGE
+        *ret_bytes = bytes;
+        *ret_complete = complete;
+        return r;
 }
 
 int main(int argc, char *argv[]) {
@@ -372,6 +450,38 @@ int main(int argc, char *argv[]) {
                         n_reads++;
                         read_bytes += got;
                 }
+        }
+
+        /* All regular files in one ReadRanges call: the same bytes as the Reads. Then the same with the root
+         * directory in the middle: the files before it, then the error. */
+        {
+                _cleanup_free_ uint64_t *inodes = new(uint64_t, toc_n_entries(t) + 1);
+                size_t n = 0, complete;
+                uint64_t bytes;
+
+                CHECK(inodes, "oom");
+                for (uint64_t i = 0; i < toc_n_entries(t); i++) {
+                        TocEntry e;
+
+                        CHECK(toc_get(t, i, &e) == 0, "toc_get");
+                        if (e.type == TOC_TYPE_REGULAR && e.link == i)
+                                inodes[n++] = i;
+                }
+                r = read_ranges(t, inodes, n, &bytes, &complete, &err);
+                CHECK(r == 0, "ReadRanges: %s", strna(err));
+                CHECK(complete == n && bytes == read_bytes, "ReadRanges: %zu of %zu ranges, %" PRIu64 " of %" PRIu64 " bytes",
+                      complete, n, bytes, read_bytes);
+                if (n >= 2) {
+                        memmove(inodes + n / 2 + 1, inodes + n / 2, (n - n / 2) * sizeof(uint64_t));
+                        inodes[n / 2] = 0;
+                        err = mfree(err);
+                        r = read_ranges(t, inodes, n / 2 + 1, &bytes, &complete, &err);
+                        CHECK(r == -EINVAL && complete == n / 2, "ReadRanges with a directory: %d (%s), %zu ranges", r,
+                              strna(err), complete);
+                        err = mfree(err);
+                }
+                printf("ReadRanges: %zu files in one call (%" PRIu64 " bytes), a directory refused after %zu\n", n,
+                       read_bytes, n / 2);
         }
 
         /* What a client can get wrong. */
