@@ -8,12 +8,12 @@
 # The storage node is a network namespace (tonari-storage, 10.231.0.2) behind a veth pair; the
 # worker is the guest itself (10.231.0.1). The RTT is made with netem: half of it as delay on each
 # side's egress (so each direction of the link carries half, as on a real path); RTT 0 means no
-# qdisc at all. No bandwidth limit. The storage node runs
-#   - docker-registry (our own configuration: filesystem storage, its namespace's address only),
-#     which the workload images are pushed to with skopeo;
+# qdisc at all. No bandwidth limit (the link's bandwidth is measured: BANDWIDTH). The storage
+# node runs
 #   - kernel nfsd, NFSv4.2 only, exporting the unpacked images (the paper's baseline), mounted by
 #     the worker once per run of this script (like a node's permanent mount);
-#   - tonari-relay, pulling the images from the registry, for tonari-imagefs (when installed).
+#   - tonari-relay, which pulls the images from the OCI layout on the data disk, for
+#     tonari-imagefs (one process per layer on the worker, in its command-line mode).
 # The unpacked images are the test bed's data disk (test/images/make-workload-disk, unpacked by
 # umoci on the host: in the TCG guest that takes minutes). The same trees are the worker's local
 # copy and what nfsd exports: local and NFS runs read the same blocks from the same disk, NFS
@@ -24,12 +24,18 @@
 # the image's files) and "umount" (untimed), plus "check" (can the mode run here? prints why not).
 #   local             overlay: lower = the worker's unpacked copy, upper = fresh local directory
 #   nfs               overlay: lower = the image's tree on the NFS mount, upper = local
-#   imagefs_toc_cold  tonari-imagefs MountOverlay; its content cache and the page cache dropped
-#   imagefs_toc_warm  tonari-imagefs MountOverlay after an unmeasured run of the same workload
-#   imagefs_notoc     tonari-imagefs MountOverlay in no-ToC mode, caches dropped
-# Every cold mode (all but imagefs_toc_warm) drops the page, dentry and inode caches before each
-# run (sync; echo 3 > /proc/sys/vm/drop_caches): the worker's and the storage node's, which share
-# this kernel.
+#   imagefs_toc_cold  tonari-imagefs (ToC), the layers stacked by overlayfs; content cache and page
+#                     cache dropped; it records the files the workload opened (per image and layer)
+#   imagefs_toc_warm  the same with the content cache holding the workload's files (from the last
+#                     imagefs run of the workload, or an unmeasured cold one); page cache dropped
+#   imagefs_notoc     tonari-imagefs in no-ToC mode, caches dropped
+#   imagefs_toc_prefetch  cold as imagefs_toc_cold, with the files an earlier cold run recorded
+#                     streamed into the cache in the background after the mount (--prefetch=)
+# Every mode drops the page, dentry and inode caches before each run (sync; echo 3 >
+# /proc/sys/vm/drop_caches): the worker's and the storage node's, which share this kernel.
+# At RTT 0 it also measures sequential reads of the largest files of --seqread's workload (default:
+# the last of --workloads) from local disk and through tonari-imagefs with a warm content cache
+# (SEQREAD lines), and once the link's bandwidth (BANDWIDTH).
 #
 # Times (seconds; the mount from bash's $EPOCHREALTIME, the rest from CLOCK_MONOTONIC in
 # container-run.py; the guest has no time synchronisation that could step the clock):
@@ -41,26 +47,31 @@
 #           handshake on its socket): the paper's "/tasks/start to /tasks/exit"
 #   total   create + run
 # Each run prints one line:
-#   RESULT rtt=MS workload=W mode=M rep=N mount=S create=S run=S total=S [imagefs counters]
+#   RESULT rtt=MS workload=W mode=M rep=N mount=S create=S run=S total=S [imagefs counters:
+#          MetadataRoundTrips ContentRoundTrips BytesFetched CacheHits CacheMisses ToCBytes
+#          ToCLoadUSec (the slowest layer's; they load in parallel) ToCLoadSumUSec PrefetchBytes
+#          Errors, summed over the image's layers]
 # bench/imagefs-rtt-report.py turns them into the table of medians, spreads and ratios to nfs.
 #
 # usage: imagefs-rtt-guest.sh [--rtts=0,10,50] [--workloads=base,python3,nginx,mariadb]
-#                             [--modes=local,nfs,imagefs_toc_cold,imagefs_toc_warm,imagefs_notoc]
+#                             [--modes=local,nfs,imagefs_toc_cold,imagefs_toc_warm,imagefs_notoc,
+#                                      imagefs_toc_prefetch] [--seqread=WORKLOAD|none]
 #                             [--reps=3]
 # Needs what test/vm/run-with-packages --images=... --with=... gives: the images' data disk,
 # containers-lib.sh and container-run.py in the artifacts, and for the imagefs modes tonari's
-# packages.
+# packages (tonari, tonari-relay) and the tonari-imagefs binary.
 set -eu
 set -o pipefail
 
-rtts=0,10,50 workloads=base,python3,nginx,mariadb reps=3
-modes=local,nfs,imagefs_toc_cold,imagefs_toc_warm,imagefs_notoc
+rtts=0,10,50 workloads=base,python3,nginx,mariadb reps=3 seqread_workload=''
+modes=local,nfs,imagefs_toc_cold,imagefs_toc_warm,imagefs_notoc,imagefs_toc_prefetch
 for a in "$@"; do
         case "$a" in
         --rtts=*) rtts=${a#*=} ;;
         --workloads=*) workloads=${a#*=} ;;
         --modes=*) modes=${a#*=} ;;
         --reps=*) reps=${a#*=} ;;
+        --seqread=*) seqread_workload=${a#*=} ;;
         *) echo "unknown argument: $a" >&2; exit 2 ;;
         esac
 done
@@ -76,7 +87,6 @@ A=${TONARI_VM_SHARE:?}/artifacts
 NS=tonari-storage
 W_IF=bench-w S_IF=bench-s
 W_ADDR=10.231.0.1 S_ADDR=10.231.0.2
-REGISTRY=$S_ADDR:5000
 RELAY_PORT=7890
 WORK=/var/lib/tonari-bench
 STORAGE=/var/lib/tonari-bench-storage
@@ -86,13 +96,17 @@ die() { echo "imagefs-rtt-guest: $*" >&2; exit 1; }
 now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
 
-registry_pid=''
 cleanup() {
         local d
         for d in "$WORK"/run/*; do
                 [[ -d $d ]] || continue
                 ctr_delete "$(basename "$d")"
                 umount "$d/bundle/rootfs" 2>/dev/null || true
+                [[ ! -f $d/imagefs.pids ]] || xargs -r kill <"$d/imagefs.pids" 2>/dev/null || true
+        done
+        sleep 1
+        for d in "$WORK"/run/*/l*; do
+                umount "$d" 2>/dev/null || umount -l "$d" 2>/dev/null || true
         done
         imagefs_teardown || true
         umount "$NFS_MNT" 2>/dev/null || true
@@ -101,7 +115,6 @@ cleanup() {
                         >/dev/null 2>&1 || true
                 [[ -z ${mountd_pid:-} ]] || kill "$mountd_pid" 2>/dev/null || true
         fi
-        [[ -z $registry_pid ]] || kill "$registry_pid" 2>/dev/null || true
         ip link del "$W_IF" 2>/dev/null || true
         ip netns del "$NS" 2>/dev/null || true
         umount "$CTR_DISK" 2>/dev/null || true
@@ -140,9 +153,9 @@ set_rtt() {
         fi
 }
 
-# measure_rtt: the median of 20 TCP connects to the registry, in ms (a connect is one round trip).
+# measure_rtt: the median of 20 TCP connects to nfsd, in ms (a connect is one round trip).
 measure_rtt() {
-        python3 - "$S_ADDR" 5000 <<'EOF'
+        python3 - "$S_ADDR" 2049 <<'EOF'
 import socket, statistics, sys, time
 t = []
 for _ in range(20):
@@ -153,30 +166,6 @@ print("%.2f" % statistics.median(t))
 EOF
 }
 
-registry_start() {
-        mkdir -p "$STORAGE/registry"
-        cat >"$STORAGE/registry.yml" <<EOF
-version: 0.1
-log:
-  level: warn
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: $STORAGE/registry
-http:
-  addr: $REGISTRY
-EOF
-        ip netns exec "$NS" docker-registry serve "$STORAGE/registry.yml" >"$STORAGE/registry.log" 2>&1 &
-        registry_pid=$!
-        for _ in $(seq 200); do
-                curl -fso /dev/null "http://$REGISTRY/v2/" && return 0
-                kill -0 "$registry_pid" 2>/dev/null || break
-                sleep 0.1
-        done
-        cat "$STORAGE/registry.log" >&2
-        die "docker-registry did not start"
-}
 
 # nfs_start: kernel nfsd in the storage node's namespace (nfsd, its export table and mountd's
 # caches are per network namespace), NFSv4.2 only, exporting the unpacked images
@@ -204,14 +193,11 @@ nfs_start() {
 
 # ---- images ----
 
-# prepare_images: every workload image pushed to the registry; its bundle configuration.
+# prepare_images: every workload image's bundle configuration.
 prepare_images() {
-        local w t0
+        local w
         mkdir -p "$WORK/config" "$WORK/run"
         for w in "${workloads[@]}"; do
-                t0=$(now)
-                skopeo copy --quiet --dest-tls-verify=false "oci:$CTR_IMAGES:$w" "docker://$REGISTRY/tonari/$w:latest"
-                echo "image $w: pushed to the registry in $(elapsed "$t0" "$(now)") s"
                 ctr_bundle_config "$w" "$WORK/config/$w.json"
         done
 }
@@ -236,113 +222,193 @@ mode_nfs() {
         esac
 }
 
-# ---- tonari-imagefs (issue 17): the three imagefs modes. ----
-# Written against org.tonari.ImageFS1 as the imagefs branch has it (MountOverlay(s image, s target,
-# s upperdir, s workdir, a{sv} options) -> s id with options Mode "toc"/"no-toc"; Unmount(s id);
-# ListMounts with per-mount counters; tonari-imagefs.conf's [ImageFS] Relay=, CacheDirectory=)
-# before it was merged; what that branch did not settle yet is marked ASSUMED. Until a
-# tonari-imagefs package exists every imagefs mode is skipped loudly: "tonari-imagefs not
-# installed".
-IMAGEFS_BUS=(busctl --quiet)
-IMAGEFS_DEST=(org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1)
-imagefs_ready=''
+# ---- tonari-imagefs (issue 17): the imagefs modes ----
+# tonari-imagefs's command-line mode (the daemon's D-Bus MountOverlay is not there yet): one
+# tonari-imagefs process per layer of the image, started at once so that the layers' ToCs load in
+# parallel, each mounting its layer at DIR/lN with a content cache of its own
+# ($WORK/imagefs-cache/LAYER: a cache directory belongs to one process); the bench stacks the
+# layers with overlayfs (lowerdir = top ... bottom, a fresh local upper layer), as MountOverlay
+# will. The time of the "mount" verb runs from starting the processes to the mounted overlay: the
+# processes' start, the ToC loads over the shaped link (ToC modes) and the mounts. The relay runs in
+# the storage node's namespace and pulls each image from the OCI layout on the data disk.
+# The binary is the build tree's (bench/imagefs-rtt passes it with --with=): tonari-imagefs has no
+# package yet.
+IMAGEFS=$A/tonari-imagefs
+RELAY_ADDRESS=$S_ADDR:$RELAY_PORT
+IMAGEFS_CACHE=$WORK/imagefs-cache
+# Per image and layer, the files the last cold ToC run opened (tonari-imagefs --record-opened=),
+# the prefetch lists of imagefs_toc_prefetch.
+IMAGEFS_RECORDS=$WORK/imagefs-records
+imagefs_ready='' relay_pid='' imagefs_records=''
+# Which workload's contents the content caches hold (imagefs_toc_warm needs its own).
+imagefs_cache_holds=''
 
-# imagefs_setup: tonari-relay on the storage node (its unit, joined to the namespace), listening
-# on $S_ADDR:$RELAY_PORT, pulls every workload image from the registry; tonari-imagefs on the
-# worker talks to it across the shaped link.
+relay_ctl() {
+        tonarictl --relay="$RELAY_ADDRESS" "$@"
+}
+
+# imagefs_setup: tonari-relay on the storage node, every workload image pulled into it, and each
+# image's layers (bottom first: diff_id and ToC digest) in $WORK/imagefs/NAME.layers.
 imagefs_setup() {
-        [[ -z $imagefs_ready ]] || return 0
+        [[ -z $imagefs_ready ]] || { [[ $imagefs_ready == yes ]]; return; }
         imagefs_ready=no
-        local deb
-        for deb in tonari tonari-relay tonari-imagefs; do
+        local deb w t0
+        [[ -x $IMAGEFS ]] || { echo "tonari-imagefs not in the artifacts (bench/imagefs-rtt passes the build tree's)"; return 1; }
+        for deb in tonari tonari-relay; do
                 compgen -G "$A/${deb}_*.deb" >/dev/null || { echo "no $deb package in the artifacts"; return 1; }
         done
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$A"/tonari_*.deb "$A"/tonari-relay_*.deb \
-                "$A"/tonari-imagefs_*.deb >/dev/null || { echo "the packages do not install"; return 1; }
-        mkdir -p /etc/systemd/system/tonari-relay.service.d /etc/tonari/tonari-relay.conf.d
-        printf '[Service]\nNetworkNamespacePath=/run/netns/%s\n' "$NS" \
-                >/etc/systemd/system/tonari-relay.service.d/90-bench.conf
-        printf '[Relay]\nListen=%s:%s\n[Pull]\nInsecureRegistries=%s\n' "$S_ADDR" "$RELAY_PORT" "$REGISTRY" \
-                >/etc/tonari/tonari-relay.conf.d/90-bench.conf
-        systemctl daemon-reload
-        systemctl restart tonari-relay.service
-        local w t0
+                >/dev/null || { echo "the packages do not install"; return 1; }
+        "$IMAGEFS" --version >/dev/null || { echo "tonari-imagefs does not run here"; return 1; }
+        ! "$IMAGEFS" --help | grep -q -- --record-opened= || imagefs_records=yes
+        mkdir -p "$STORAGE/relay" "$WORK/imagefs" "$IMAGEFS_CACHE" "$IMAGEFS_RECORDS"
+        cat >"$STORAGE/relay.conf" <<EOT
+[Relay]
+Store=$STORAGE/relay
+Listen=$RELAY_ADDRESS
+LogTarget=console
+LogLevel=warning
+EOT
+        ip netns exec "$NS" tonari-relay --config="$STORAGE/relay.conf" >"$STORAGE/relay.log" 2>&1 &
+        relay_pid=$!
+        for _ in $(seq 300); do
+                relay_ctl image list >/dev/null 2>&1 && break
+                kill -0 "$relay_pid" 2>/dev/null || { cat "$STORAGE/relay.log"; echo "tonari-relay died"; return 1; }
+                sleep 0.1
+        done
+        relay_ctl image list >/dev/null || { echo "tonari-relay does not answer"; return 1; }
         for w in "${workloads[@]}"; do
                 t0=$(now)
-                tonarictl --relay="$S_ADDR:$RELAY_PORT" image pull --plain-http \
-                        "docker://$REGISTRY/tonari/$w:latest" "$w" >/dev/null
-                echo "image $w: pulled by tonari-relay in $(elapsed "$t0" "$(now)") s"
+                relay_ctl image pull "oci:$CTR_IMAGES:$w" "$w" >/dev/null || { echo "tonari-relay could not pull $w"; return 1; }
+                relay_ctl --json=short image show "$w" | python3 -c '
+import json, sys
+for l in json.load(sys.stdin)["layers"]:
+        print(l["diffID"], l["tocDigest"])' >"$WORK/imagefs/$w.layers"
+                echo "image $w: pulled by tonari-relay in $(elapsed "$t0" "$(now)") s," \
+                        "$(wc -l <"$WORK/imagefs/$w.layers") layers" >&2
         done
-        # ASSUMED: Relay= takes HOST:PORT for TCP, as tonarictl's --relay= does.
-        mkdir -p /etc/tonari/tonari-imagefs.conf.d
-        printf '[ImageFS]\nRelay=%s:%s\n' "$S_ADDR" "$RELAY_PORT" >/etc/tonari/tonari-imagefs.conf.d/90-bench.conf
-        systemctl restart tonari-imagefs.service
         imagefs_ready=yes
 }
 
 imagefs_teardown() {
-        [[ $imagefs_ready == yes ]] || return 0
-        systemctl stop tonari-imagefs.service tonari-relay.service
+        [[ -n $relay_pid ]] || return 0
+        kill "$relay_pid" 2>/dev/null || true
+        wait "$relay_pid" 2>/dev/null || true
+        relay_pid=''
 }
 
 # imagefs_check: 0 when the imagefs modes can run (set up on first use); else prints why.
 imagefs_check() {
-        compgen -G "$A/tonari-imagefs_*.deb" >/dev/null || {
-                echo "tonari-imagefs not installed (no tonari-imagefs package in the artifacts)"
-                return 1
-        }
         imagefs_setup
 }
 
-# imagefs_drop_content_cache: an empty content cache. ASSUMED: there is no method for it, and the
-# cache (CacheDirectory=, default /var/cache/tonari-imagefs) may be emptied while the daemon is
-# stopped and nothing is mounted.
 imagefs_drop_content_cache() {
-        systemctl stop tonari-imagefs.service
-        rm -rf --one-file-system /var/cache/tonari-imagefs/*
-        systemctl start tonari-imagefs.service
+        rm -rf --one-file-system "${IMAGEFS_CACHE:?}"/*
+        imagefs_cache_holds=''
 }
 
-# imagefs_mount_overlay toc|no-toc WORKLOAD DIR: the image (the relay's name for it: the workload's)
-# mounted by tonari-imagefs, its layers stacked by overlayfs at DIR/bundle/rootfs over a fresh local
-# upper layer. The mount's id goes to DIR/imagefs-id. The time of the call (busctl included, as the
-# NFS and local modes include mount(8)) is the mount time.
+# A timer without a fork (a FIFO this shell holds open both ways never has data): polling the
+# mount table must not cost more than what it measures.
+rm -f "$WORK.sleep"
+mkfifo "$WORK.sleep"
+exec {SLEEP_FD}<>"$WORK.sleep"
+rm -f "$WORK.sleep"
+nap() { read -r -t "$1" -u "$SLEEP_FD" _ || true; }
+
+# imagefs_mount_overlay toc|no-toc|prefetch|record WORKLOAD DIR: the image's layers mounted by
+# tonari-imagefs at DIR/l1 (bottom) ... DIR/lN and stacked at DIR/bundle/rootfs over a fresh
+# local upper layer. toc: with the ToC; record: the same, and the files opened are recorded for
+# later prefetching; prefetch: with the ToC, and the recorded files of the image's layers fetched
+# in the background right after the mount (one stream per layer); no-toc: without the ToC.
 imagefs_mount_overlay() {
-        local mode=$1 w=$2 dir=$3 reply
-        mkdir -p "$dir/upper" "$dir/work" "$dir/bundle/rootfs"
-        reply=$("${IMAGEFS_BUS[@]}" call "${IMAGEFS_DEST[@]}" MountOverlay 'ssssa{sv}' \
-                "$w" "$dir/bundle/rootfs" "$dir/upper" "$dir/work" 1 Mode s "$mode")
-        reply=${reply#s \"}
-        echo "${reply%\"}" >"$dir/imagefs-id"
+        local mode=$1 w=$2 dir=$3 i=0 n diff toc hex lower='' args mp
+        mkdir -p "$dir/upper" "$dir/work" "$dir/bundle/rootfs" "$IMAGEFS_RECORDS/$w"
+        : >"$dir/imagefs.pids"
+        while read -r diff toc; do
+                i=$((i + 1))
+                hex=${diff#sha256:}
+                mkdir -p "$dir/l$i"
+                args=(--relay="$RELAY_ADDRESS" --layer="$diff" --mountpoint="$dir/l$i"
+                        --cache-dir="$IMAGEFS_CACHE/$hex" --stats-file="$dir/stats.$i" --log-level=warning)
+                case $mode in
+                no-toc) args+=(--no-toc) ;;
+                toc) args+=(--toc-digest="$toc") ;;
+                record)
+                        args+=(--toc-digest="$toc")
+                        [[ -z $imagefs_records ]] || args+=(--record-opened="$IMAGEFS_RECORDS/$w/$hex")
+                        ;;
+                prefetch)
+                        args+=(--toc-digest="$toc")
+                        [[ ! -s $IMAGEFS_RECORDS/$w/$hex ]] || args+=(--prefetch="$IMAGEFS_RECORDS/$w/$hex")
+                        ;;
+                esac
+                "$IMAGEFS" "${args[@]}" >>"$dir/imagefs.log" 2>&1 &
+                echo $! >>"$dir/imagefs.pids"
+                lower=$dir/l$i${lower:+:$lower}
+        done <"$WORK/imagefs/$w.layers"
+        # Until every layer is mounted (or a process gave up).
+        for ((;;)); do
+                n=0
+                while read -r _ _ _ _ mp _; do
+                        [[ $mp != "$dir"/l* ]] || n=$((n + 1))
+                done </proc/self/mountinfo
+                ((n < i)) || break
+                while read -r pid; do
+                        kill -0 "$pid" 2>/dev/null || { cat "$dir/imagefs.log" >&2; die "tonari-imagefs $pid ended before mounting"; }
+                done <"$dir/imagefs.pids"
+                nap 0.002
+        done
+        mount -t overlay overlay -o "lowerdir=$lower,upperdir=$dir/upper,workdir=$dir/work" "$dir/bundle/rootfs"
 }
 
+# imagefs_umount WORKLOAD DIR: the overlay unmounted, the processes stopped (each unmounts its layer
+# and writes its counters to DIR/stats.N, and its record of opened files), their counters summed
+# into DIR/counters (" Key=value..." for the RESULT line).
 imagefs_umount() {
-        "${IMAGEFS_BUS[@]}" call "${IMAGEFS_DEST[@]}" Unmount s "$(cat "$2/imagefs-id")"
-        rm -rf --one-file-system "$2"
+        local dir=$2 pid
+        umount "$dir/bundle/rootfs"
+        while read -r pid; do
+                kill "$pid" 2>/dev/null || true
+        done <"$dir/imagefs.pids"
+        while read -r pid; do
+                wait "$pid" || true
+        done <"$dir/imagefs.pids"
+        cat "$dir"/stats.* 2>/dev/null | awk '
+                { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+                /^layer=/ {
+                        mrt += v["metadata_round_trips"]; crt += v["content_round_trips"]; bf += v["bytes_fetched"]
+                        hits += v["cache_hits"]; miss += v["cache_misses"]; tb += v["toc_bytes"]
+                        if (v["toc_load_usec"] > tmax) tmax = v["toc_load_usec"]
+                        tsum += v["toc_load_usec"]; pb += v["prefetch_bytes"]; err += v["errors"]
+                }
+                END { printf " MetadataRoundTrips=%d ContentRoundTrips=%d BytesFetched=%d CacheHits=%d CacheMisses=%d" \
+                        " ToCBytes=%d ToCLoadUSec=%d ToCLoadSumUSec=%d PrefetchBytes=%d Errors=%d\n",
+                        mrt, crt, bf, hits, miss, tb, tmax, tsum, pb, err }' >"$dir/counters"
+        rm -rf --one-file-system "$dir/upper" "$dir/work"
 }
 
 mode_imagefs_toc_cold() {
         case $1 in
         check) imagefs_check ;;
         before) imagefs_drop_content_cache; drop_caches ;;
-        mount) imagefs_mount_overlay toc "$2" "$3" ;;
-        umount) imagefs_umount "$2" "$3" ;;
+        # Each cold ToC run records the files the workload opened: the next prefetch run's list.
+        mount) imagefs_mount_overlay record "$2" "$3" ;;
+        umount) imagefs_umount "$2" "$3"; imagefs_cache_holds=$2 ;;
         esac
 }
 
+# Warm: the content cache holds what the workload reads (from the last imagefs run of the same
+# workload, or an unmeasured cold run first); the page cache is dropped, as for local, so that warm
+# compares with local disk: the files come from the cache directory on the same disk.
 mode_imagefs_toc_warm() {
         case $1 in
         check) imagefs_check ;;
-        # An unmeasured run of the same workload fills the content cache (and the page cache).
-        before) one_run "$2" imagefs_toc_warm_priming 0 >/dev/null ;;
+        before)
+                [[ $imagefs_cache_holds == "$2" ]] || one_run "$2" imagefs_toc_cold 0 >/dev/null
+                drop_caches
+                ;;
         mount) imagefs_mount_overlay toc "$2" "$3" ;;
         umount) imagefs_umount "$2" "$3" ;;
-        esac
-}
-mode_imagefs_toc_warm_priming() {
-        case $1 in
-        before) ;;
-        *) mode_imagefs_toc_warm "$@" ;;
         esac
 }
 
@@ -351,21 +417,96 @@ mode_imagefs_notoc() {
         check) imagefs_check ;;
         before) imagefs_drop_content_cache; drop_caches ;;
         mount) imagefs_mount_overlay no-toc "$2" "$3" ;;
-        umount) imagefs_umount "$2" "$3" ;;
+        umount) imagefs_umount "$2" "$3"; imagefs_cache_holds=$2 ;;
         esac
 }
 
-# imagefs_counters DIR: " key=value..." of the mount's counters from ListMounts (metadata round
-# trips, bytes fetched, cache hits and misses, ToC load time), appended to the RESULT line.
-imagefs_counters() {
-        busctl --json=short call "${IMAGEFS_DEST[@]}" ListMounts | python3 -c '
-import json, sys
-want = sys.argv[1]
-for mount_id, kind, image, target, props in json.load(sys.stdin)["data"][0]:
-        if mount_id == want:
-                keys = ["MetadataRoundTrips", "BytesFetched", "CacheHits", "CacheMisses", "ToCLoadUSec"]
-                print("".join(" %s=%s" % (k, props[k]["data"]) for k in keys if k in props))
-' "$(cat "$1/imagefs-id")"
+# Cold, with the prefetch list an earlier cold ToC run of the same workload recorded (an unmeasured
+# one first if there is none yet).
+mode_imagefs_toc_prefetch() {
+        case $1 in
+        check)
+                imagefs_check || return 1
+                "$IMAGEFS" --help | grep -q -- --prefetch= || { echo "this tonari-imagefs has no --prefetch="; return 1; }
+                ;;
+        before)
+                compgen -G "$IMAGEFS_RECORDS/$2/*" >/dev/null || one_run "$2" imagefs_toc_cold 0 >/dev/null
+                imagefs_drop_content_cache
+                drop_caches
+                ;;
+        mount) imagefs_mount_overlay prefetch "$2" "$3" ;;
+        umount) imagefs_umount "$2" "$3"; imagefs_cache_holds=$2 ;;
+        esac
+}
+
+# ---- the link's bandwidth and sequential reads ----
+
+# measure_bandwidth: MB/s of one TCP stream of 256 MiB from the storage node to the worker (no
+# netem), the "link bandwidth" of the prefetch goal (local + 3 RTT + bytes / bandwidth).
+measure_bandwidth() {
+        ip netns exec "$NS" python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("'"$S_ADDR"'", 5001)); s.listen(1)
+c, _ = s.accept(); buf = bytes(1 << 20)
+for _ in range(256): c.sendall(buf)
+c.close()' &
+        local pid=$!
+        python3 - "$S_ADDR" <<'PY'
+import socket, sys, time
+for _ in range(100):
+        try:
+                c = socket.create_connection((sys.argv[1], 5001)); break
+        except OSError:
+                time.sleep(0.05)
+t0 = time.monotonic(); n = 0
+while True:
+        b = c.recv(1 << 20)
+        if not b: break
+        n += len(b)
+print("BANDWIDTH bytes=%d seconds=%.6f mbps=%.1f" % (n, time.monotonic() - t0, n / (time.monotonic() - t0) / 1e6))
+PY
+        wait "$pid"
+}
+
+# seqread WORKLOAD: sequential reads of the image's largest files (up to 64 MiB), page cache
+# dropped, from local disk (an overlay over the unpacked tree) and through tonari-imagefs with a
+# warm content cache (the files read once through it first, unmeasured):
+#   SEQREAD workload=W mode=local|imagefs_toc_warm rep=N bytes=B seconds=S
+seqread() {
+        local w=$1 rep mode dir t0 t1 bytes files=()
+        mapfile -t files < <(cd "$(ctr_rootfs "$w")" && find . -xdev -type f -printf '%s %P\n' | sort -rn |
+                awk '{ s += $1; print substr($0, index($0, " ") + 1) } s > 64 * 1048576 { exit }')
+        bytes=$(cd "$(ctr_rootfs "$w")" && cat "${files[@]}" | wc -c)
+        dir=$WORK/run/seqread
+        for ((rep = 1; rep <= reps; rep++)); do
+                for mode in local imagefs_toc_warm; do
+                        rm -rf "$dir"; mkdir -p "$dir"
+                        if [[ $mode == imagefs_toc_warm ]]; then
+                                imagefs_drop_content_cache
+                                imagefs_mount_overlay toc "$w" "$dir"
+                                (cd "$dir/bundle/rootfs" && cat "${files[@]}" >/dev/null)
+                                imagefs_umount "$w" "$dir"
+                                rm -rf "$dir"; mkdir -p "$dir"
+                                drop_caches
+                                imagefs_mount_overlay toc "$w" "$dir"
+                        else
+                                drop_caches
+                                ctr_overlay_mount "$(ctr_rootfs "$w")" "$dir"
+                        fi
+                        t0=$(now)
+                        (cd "$dir/bundle/rootfs" && cat "${files[@]}" >/dev/null)
+                        t1=$(now)
+                        if [[ $mode == imagefs_toc_warm ]]; then
+                                imagefs_umount "$w" "$dir"
+                        else
+                                ctr_umount "$dir"
+                        fi
+                        echo "SEQREAD workload=$w mode=$mode rep=$rep bytes=$bytes seconds=$(elapsed "$t0" "$t1")"
+                done
+        done
+        rm -rf "$dir"
+        imagefs_cache_holds=''
 }
 
 # ---- one measured run ----
@@ -387,9 +528,10 @@ one_run() {
                 die "run $id failed"
         }
         ctr_check_output "$w" "$dir/output" || die "run $id printed the wrong output"
-        [[ $mode != imagefs_* ]] || counters=$(imagefs_counters "$dir")
         ctr_delete "$id"
         "mode_$mode" umount "$w" "$dir"
+        [[ $mode != imagefs_* ]] || counters=$(cat "$dir/counters")
+        rm -rf --one-file-system "$dir"
         # $line is "create=S run=S" (crun create; crun start until exit or ready).
         out=$(awk -v t0="$t0" -v t1="$t1" -v line="$line" 'BEGIN {
                 split(line, f, /[ =]/)
@@ -414,9 +556,9 @@ for mod in veth sch_netem nfsd nfsv4 overlay; do
 done
 ctr_images_mount
 storage_up
-registry_start
 prepare_images
 nfs_start
+measure_bandwidth
 
 active=()
 for m in "${modes[@]}"; do
@@ -445,3 +587,9 @@ for rtt in "${rtts[@]}"; do
         done
 done
 set_rtt 0
+# Sequential reads, local against tonari-imagefs with a warm content cache (at RTT 0: the cache
+# is local, the link plays no part once it is warm).
+seqread_workload=${seqread_workload:-${workloads[-1]}}
+if [[ $seqread_workload != none && " ${active[*]} " == *" imagefs_toc_warm "* ]]; then
+        seqread "$seqread_workload"
+fi

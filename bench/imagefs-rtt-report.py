@@ -6,8 +6,12 @@ total time with their spread (min-max over the repetitions) and their ratios to 
 the spread of the total's ratio, repetition by repetition). With --plot=PREFIX it also draws one
 figure per workload with gnuplot, PREFIX-WORKLOAD.png: create, run and total time against the
 RTT, one line per mode with the spread as error bars, as the paper's Figs 5-8. tonari-imagefs's
-per-mount counters, when the RESULT lines have them, are shown as medians: metadata round trips
-and MiB fetched from the relay.
+per-mount counters, when the RESULT lines have them, are shown as medians: metadata and content
+round trips and MiB fetched from the relay (by reads, and by the prefetch stream). Then the
+issue's goals, each with its verdict: ToC cold total <= 1.0x NFS at every RTT; no metadata round
+trip with the ToC; sequential reads with a warm cache >= 0.8x local (SEQREAD lines); the nginx
+image's ToC load <= 50 ms; a cold start with a prefetch list within local + 3 RTT + bytes /
+bandwidth (BANDWIDTH line: the link's measured rate).
 
 usage: imagefs-rtt-report.py [--plot=PREFIX] [LOG]   (LOG defaults to stdin)
 """
@@ -19,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-MODE_ORDER = ["local", "nfs", "imagefs_toc_cold", "imagefs_toc_warm", "imagefs_notoc"]
+MODE_ORDER = ["local", "nfs", "imagefs_toc_cold", "imagefs_toc_warm", "imagefs_notoc", "imagefs_toc_prefetch"]
 WORKLOAD_ORDER = ["base", "python3", "nginx", "mariadb"]
 TITLES = {
     "base": "base: echo helloworld (the paper's Distro container, Fig. 8)",
@@ -28,7 +32,8 @@ TITLES = {
     "mariadb": "mariadb: mariadbd start until it accepts a connection (DB, Fig. 6)",
 }
 METRICS = ["create", "run", "total"]
-COUNTERS = ["MetadataRoundTrips", "BytesFetched"]
+COUNTERS = ["MetadataRoundTrips", "ContentRoundTrips", "BytesFetched", "PrefetchBytes", "CacheHits", "CacheMisses",
+            "ToCBytes", "ToCLoadUSec", "ToCLoadSumUSec", "Errors"]
 
 
 def order(values, preferred):
@@ -37,10 +42,10 @@ def order(values, preferred):
 
 def parse(lines):
     runs = collections.defaultdict(dict)  # (rtt, workload, mode) -> rep -> fields
-    measured_rtt, skipped = {}, []
+    measured_rtt, skipped, seqread, bandwidth = {}, [], collections.defaultdict(list), None
     for line in lines:
         words = line.split()
-        if not words or words[0] not in ("RESULT", "RTT", "SKIP"):
+        if not words or words[0] not in ("RESULT", "RTT", "SKIP", "SEQREAD", "BANDWIDTH"):
             continue
         f = dict(w.split("=", 1) for w in words[1:] if "=" in w)
         if words[0] == "RESULT":
@@ -48,9 +53,13 @@ def parse(lines):
             runs[key][int(f["rep"])] = {m: float(f[m]) for m in METRICS + ["mount"] + COUNTERS if m in f}
         elif words[0] == "RTT":
             measured_rtt[int(f["rtt"])] = f["measured"]
+        elif words[0] == "SEQREAD":
+            seqread[(f["workload"], f["mode"])].append(int(f["bytes"]) / float(f["seconds"]) / 1e6)
+        elif words[0] == "BANDWIDTH":
+            bandwidth = float(f["mbps"])
         else:
             skipped.append(line.strip())
-    return runs, measured_rtt, skipped
+    return runs, measured_rtt, skipped, seqread, bandwidth
 
 
 def fmt_spread(values):
@@ -69,7 +78,7 @@ def report(runs, measured_rtt, skipped):
     print("total/nfs also as the spread of the per-repetition ratio")
     for rtt in rtts:
         print("\nRTT %d ms (measured TCP connect: %s ms)" % (rtt, measured_rtt.get(rtt, "?")))
-        print("%-8s %-17s %2s %22s %22s %22s %6s %6s %s" % ("workload", "mode", "n", "create", "run", "total",
+        print("%-8s %-20s %2s %22s %22s %22s %6s %6s %s" % ("workload", "mode", "n", "create", "run", "total",
                                                         "c/nfs", "r/nfs", "total/nfs"))
         for w in workloads:
             nfs = runs.get((rtt, w, "nfs"))
@@ -88,13 +97,77 @@ def report(runs, measured_rtt, skipped):
                                                       min(per_rep), max(per_rep))
                 counters = ""
                 if all("MetadataRoundTrips" in v for v in r.values()):
-                    counters = "  round trips %d, fetched %.1f MiB" % (
-                        statistics.median(v["MetadataRoundTrips"] for v in r.values()),
-                        statistics.median(v.get("BytesFetched", 0) for v in r.values()) / 1048576)
-                print("%-8s %-17s %2d %22s %22s %22s %6s %6s %s%s" % (
+                    med = lambda k: statistics.median(v.get(k, 0) for v in r.values())
+                    counters = "  metadata rt %d, content rt %d, fetched %.1f MiB" % (
+                        med("MetadataRoundTrips"), med("ContentRoundTrips"), med("BytesFetched") / 1048576)
+                    if med("PrefetchBytes"):
+                        counters += " + prefetched %.1f MiB" % (med("PrefetchBytes") / 1048576)
+                    if med("ToCLoadUSec"):
+                        counters += ", ToC load %.1f ms" % (med("ToCLoadUSec") / 1000)
+                print("%-8s %-20s %2d %22s %22s %22s %6s %6s %s%s" % (
                     w, m, len(r), fmt_spread(cols["create"]), fmt_spread(cols["run"]),
                     fmt_spread(cols["total"]), *ratios, counters))
     return rtts, workloads, modes
+
+
+def verdict(ok):
+    return "MET" if ok else "MISSED"
+
+
+def goals(runs, measured_rtt, seqread, bandwidth, rtts, workloads):
+    """The issue's goals, from medians (and the worst case where it says so)."""
+    print("\ngoals (issue 17):")
+    med = lambda r, k: statistics.median(v[k] for v in r.values() if k in v)
+    cold = "imagefs_toc_cold"
+    for rtt in rtts:
+        ratios = []
+        for w in workloads:
+            c, n = runs.get((rtt, w, cold)), runs.get((rtt, w, "nfs"))
+            if c and n:
+                ratios.append((med(c, "total") / med(n, "total"), w))
+        if ratios:
+            worst = max(ratios)
+            print("  ToC cold total <= 1.0x NFS at RTT %3d ms: %s (worst %.2f, %s; %s)" % (
+                rtt, verdict(worst[0] <= 1.0), worst[0], worst[1], ", ".join("%s %.2f" % (w, x) for x, w in ratios)))
+    rt = [v["MetadataRoundTrips"] for k, r in runs.items() if k[2].startswith("imagefs_toc") for v in r.values()
+          if "MetadataRoundTrips" in v]
+    if rt:
+        print("  metadata round trips with the ToC = 0: %s (max %d over %d runs)" % (verdict(max(rt) == 0), max(rt),
+                                                                                   len(rt)))
+    for (w, m), v in sorted(seqread.items()):
+        if m != "local" and (w, "local") in seqread:
+            ratio = statistics.median(v) / statistics.median(seqread[(w, "local")])
+            print("  warm-cache sequential read >= 0.8x local (%s): %s (%.2f: %.0f MB/s [%.0f-%.0f] against %.0f MB/s"
+                  " [%.0f-%.0f])" % (w, verdict(ratio >= 0.8), ratio, statistics.median(v), min(v), max(v),
+                                     statistics.median(seqread[(w, "local")]), min(seqread[(w, "local")]),
+                                     max(seqread[(w, "local")])))
+    for rtt in rtts:
+        loads = [v["ToCLoadUSec"] / 1000 for k, r in runs.items() if k[0] == rtt and k[1] == "nginx" and
+                 k[2].startswith("imagefs_toc") for v in r.values() if "ToCLoadUSec" in v]
+        sums = [v["ToCLoadSumUSec"] / 1000 for k, r in runs.items() if k[0] == rtt and k[1] == "nginx" and
+                k[2].startswith("imagefs_toc") for v in r.values() if "ToCLoadSumUSec" in v]
+        if loads:
+            print("  nginx ToC load <= 50 ms at RTT %3d ms: %s (slowest layer, in parallel: median %.1f ms [%.1f-%.1f];"
+                  " layers summed %.1f ms)" % (rtt, verdict(statistics.median(loads) <= 50), statistics.median(loads),
+                                              min(loads), max(loads), statistics.median(sums)))
+    if bandwidth:
+        print("  link bandwidth (one TCP stream, RTT 0): %.0f MB/s" % bandwidth)
+    for rtt in rtts:
+        for w in workloads:
+            p, loc = runs.get((rtt, w, "imagefs_toc_prefetch")), runs.get((rtt, w, "local"))
+            if not p or not loc or not bandwidth:
+                continue
+            try:
+                rtt_s = float(measured_rtt.get(rtt, rtt)) / 1000
+            except ValueError:
+                rtt_s = rtt / 1000
+            nbytes = med(p, "PrefetchBytes") + med(p, "BytesFetched")
+            bound = med(loc, "total") + 3 * rtt_s + nbytes / (bandwidth * 1e6)
+            got = med(p, "total")
+            print("  prefetch cold start within local + 3 RTT + bytes/bandwidth, RTT %3d ms, %-7s: %s (%.2f s against"
+                  " %.2f s = local %.2f + 3 x %.1f ms + %.1f MiB / %.0f MB/s; %.2fx)" % (
+                      rtt, w, verdict(got <= bound), got, bound, med(loc, "total"), rtt_s * 1000, nbytes / 1048576,
+                      bandwidth, got / bound))
 
 
 def plot(prefix, runs, rtts, workloads, modes):
@@ -144,8 +217,9 @@ def main():
     if len(args) > 1:
         sys.exit(__doc__)
     lines = open(args[0]) if args else sys.stdin
-    runs, measured_rtt, skipped = parse(lines)
+    runs, measured_rtt, skipped, seqread, bandwidth = parse(lines)
     rtts, workloads, modes = report(runs, measured_rtt, skipped)
+    goals(runs, measured_rtt, seqread, bandwidth, rtts, workloads)
     if prefix:
         plot(prefix, runs, rtts, workloads, modes)
 
