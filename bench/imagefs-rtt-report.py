@@ -45,6 +45,9 @@ def parse(lines):
     measured_rtt, skipped, seqread, bandwidth = {}, [], collections.defaultdict(list), None
     for line in lines:
         words = line.split()
+        if words and words[0] == "FAILED":
+            skipped.append(line.strip())
+            continue
         if not words or words[0] not in ("RESULT", "RTT", "SKIP", "SEQREAD", "BANDWIDTH"):
             continue
         f = dict(w.split("=", 1) for w in words[1:] if "=" in w)
@@ -220,6 +223,9 @@ def main():
     runs, measured_rtt, skipped, seqread, bandwidth = parse(lines)
     rtts, workloads, modes = report(runs, measured_rtt, skipped)
     goals(runs, measured_rtt, seqread, bandwidth, rtts, workloads)
+    failed = [s for s in skipped if s.startswith("FAILED")]
+    if failed:
+        sys.exit("imagefs-rtt-report: %d runs failed:\n%s" % (len(failed), "\n".join(failed)))
     if prefix:
         plot(prefix, runs, rtts, workloads, modes)
 
