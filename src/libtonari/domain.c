@@ -373,6 +373,18 @@ _public_ int tonari_domain_leave(TonariDomain *d) {
         return 0;
 }
 
+_public_ int tonari_domain_leave_pid(TonariDomain *d, pid_t pid) {
+        char buf[24];
+        int n;
+
+        assert_return(d, -EINVAL);
+        assert_return(pid > 0, -EINVAL);
+        n = snprintf(buf, sizeof(buf), "%d", (int) pid);
+        if (write(d->leave_fd, buf, n) < 0)
+                return -errno;
+        return 0;
+}
+
 _public_ int tonari_domain_counters(TonariDomain *d, TonariDomainCounters *ret) {
         TonariDomainCounters c = {};
         char buf[COUNTER_BUF_SIZE];

@@ -165,6 +165,10 @@ START_TEST(test_enter_leave) {
         ck_assert_int_eq(tonari_domain_leave(t), 0);
         assert_file("web/cgroup.threads", "0");
         assert_file("_home/cgroup.threads", "0");
+        ck_assert_int_eq(tonari_domain_leave_pid(t, 4321), 0);
+        assert_file("_home/cgroup.threads", "04321");
+        ck_assert_int_eq(tonari_domain_leave_pid(t, 0), -EINVAL);
+        ck_assert_int_eq(tonari_domain_leave_pid(t, -1), -EINVAL);
         ck_assert_int_eq(tonari_domain_enter(NULL), -EINVAL);
         ck_assert_int_eq(tonari_domain_leave(NULL), -EINVAL);
         tonari_domain_close(d);

@@ -32,6 +32,7 @@
  */
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -113,6 +114,14 @@ int tonari_domain_enter(TonariDomain *d);
 
 /* Moves the caller (process or thread, as for enter) back to root/_home. One write(2). */
 int tonari_domain_leave(TonariDomain *d);
+
+/*
+ * Moves process pid (with TONARI_DOMAIN_THREADED: thread pid, a thread id of this process) back
+ * to root/_home, for a caller that entered in one thread and cleans up in another (an event loop
+ * that finishes a request elsewhere). One write(2) of the formatted number, no allocation.
+ * Returns 0; -EINVAL for pid <= 0; -ESRCH if there is no such process; errors of write(2).
+ */
+int tonari_domain_leave_pid(TonariDomain *d, pid_t pid);
 
 /*
  * Reads the domain's counters (above) with pread(2) on files opened by tonari_domain_open(): no
