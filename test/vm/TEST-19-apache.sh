@@ -1,0 +1,247 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# TEST-19-apache: mod_tonari in Debian's Apache (seed 003). The package delegates apache2.service's
+# cgroup; with the prefork MPM a CGI busy loop in a CPUQuota=50% domain takes about twice as long
+# as in an unlimited one, its CPU time is logged, the 100 001-line map picks domains by host,
+# MaxRequests= refuses the second concurrent request, a crashing CGI leaves nothing behind, a bad
+# map at a reload keeps the old one; configtest names file and line of bad directives; with the
+# event MPM threads move into threaded domains and IO limits are refused; fail-open serves without
+# domains. Also measures one domain move (µs) with and without favordynmods.
+# Run: meson test -C build TEST-19-apache (needs the packages, bench/tonari-spin and
+# bench/tonari-domain-movecost)
+set -eux
+set -o pipefail
+
+# shellcheck source-path=SCRIPTDIR source=../testlib.sh
+. "$TONARI_VM_SHARE/testlib.sh"
+
+A=$TONARI_VM_SHARE/artifacts
+CG=/sys/fs/cgroup/system.slice/apache2.service
+CONF=/etc/apache2/conf-enabled/tonari-test.conf
+LOG=/var/log/apache2/tonari-test.log
+
+write_conf() {
+        cat >"$CONF" <<EOF
+TonariDomain limited CPUQuota=50%
+TonariDomain capped MaxRequests=1
+TonariDomain free
+TonariDomainMap /etc/apache2/tonari-test.map
+TonariFailMode closed
+LogLevel warn tonari:info
+LogFormat "%v %>s %D %{tonari-domain}n %{tonari-cpu-us}n %{tonari-io-bytes}n %U" tonaritest
+CustomLog $LOG tonaritest
+<Location /cgi-bin/spin-limited>
+        TonariDomainEnter limited
+</Location>
+$*
+EOF
+}
+
+use_mpm() {
+        a2dismod -q mpm_event mpm_worker mpm_prefork cgi cgid >/dev/null 2>&1 || true
+        if [[ $1 == prefork ]]; then
+                a2enmod -q mpm_prefork cgi
+        else
+                a2enmod -q "mpm_$1" cgid
+        fi
+        systemctl restart apache2
+}
+
+# get HOST PATH: the body of one request, its status in $TMPDIR/status.
+get() {
+        curl -s -o /dev/stdout -w '%{stderr}%{http_code}' -H "Host: $1" "http://127.0.0.1$2" 2>/tmp/status
+}
+
+# The last log line's field N (1: vhost 2: status 3: µs 4: domain 5: cpu-us 6: io-bytes 7: path).
+last_log() {
+        sleep 0.2
+        tail -n1 "$LOG" | awk -v n="$1" '{ print $n }'
+}
+
+# wall_us HOST MS: the CGI's own measure of its wall time for MS ms of CPU.
+wall_us() {
+        get "$1" "/cgi-bin/spin?ms=$2" | sed -n 's/.*wall_us=\([0-9]*\).*/\1/p'
+}
+
+testcase_install() {
+        # shellcheck disable=SC2046
+        DEBIAN_FRONTEND=noninteractive apt-get install -y $(find "$A" -name 'libtonari0_*.deb' -o -name 'libapache2-mod-tonari_*.deb')
+        install -m 0755 "$A/tonari-spin" /usr/lib/cgi-bin/spin
+        ln -sf spin /usr/lib/cgi-bin/spin-limited
+        assert_eq yes "$(systemctl show -P Delegate apache2.service)"
+        a2enmod -q tonari
+        man -w mod_tonari >/dev/null
+        { echo "limited.example limited"; echo "capped.example capped";
+          seq 1 100000 | awk '{ print "site" $1 ".example free" }'; } >/etc/apache2/tonari-test.map
+        write_conf
+        use_mpm prefork
+        assert_eq active "$(systemctl is-active apache2)"
+}
+
+testcase_layout() {
+        # The parent and its children live in _home; each domain has its limits.
+        assert_match "^[0-9]" "$(cat $CG/_home/cgroup.procs)"
+        assert_eq "" "$(cat $CG/cgroup.procs)"
+        assert_eq "50000 100000" "$(cat $CG/limited/cpu.max)"
+        assert_eq "max 100000" "$(cat $CG/free/cpu.max)"
+        assert_match "cpu" "$(cat $CG/cgroup.subtree_control)"
+        grep -q "mod_tonari: 3 domains in '$CG' (processes move), 100002 hosts mapped" /var/log/apache2/error.log
+}
+
+testcase_map_selects_domains() {
+        assert_match "cpu_us=" "$(get site99999.example /cgi-bin/spin?ms=5)"
+        assert_eq free "$(last_log 4)"
+        get unmapped.example /cgi-bin/spin?ms=5 >/dev/null
+        assert_eq - "$(last_log 4)"
+        # A section beats the map.
+        get site5.example /cgi-bin/spin-limited?ms=5 >/dev/null
+        assert_eq limited "$(last_log 4)"
+        # Static files too.
+        get limited.example / >/dev/null
+        assert_eq limited "$(last_log 4)"
+        assert_eq 200 "$(cat /tmp/status)"
+}
+
+testcase_cpu_quota_slows_the_cgi() {
+        local free_wall limited_wall ratio cpu
+        # Warm both paths, then 300 ms of CPU each, unlimited then at 50 %.
+        wall_us site1.example 20 >/dev/null
+        free_wall=$(wall_us site1.example 300)
+        limited_wall=$(wall_us limited.example 300)
+        ratio=$(awk -v l="$limited_wall" -v f="$free_wall" 'BEGIN { printf "%.2f", l / f }')
+        echo "300 ms of CPU: unlimited ${free_wall} us, CPUQuota=50% ${limited_wall} us, ratio $ratio"
+        assert_ge "$ratio" 1.6 "limited / unlimited wall time"
+        assert_le "$ratio" 2.6 "limited / unlimited wall time"
+        assert_match "^[1-9][0-9]*$" "$(awk '/nr_throttled/ { print $2 }' $CG/limited/cpu.stat)"
+        # The request's CPU time, its CGI's included: about 300 ms.
+        cpu=$(last_log 5)
+        assert_ge "$cpu" 280000 "tonari-cpu-us"
+        assert_le "$cpu" 400000 "tonari-cpu-us"
+        # The worker is back home, nothing stays in the domain.
+        assert_eq "" "$(cat $CG/limited/cgroup.procs)"
+}
+
+testcase_io_bytes_logged() {
+        get site2.example '/cgi-bin/spin?ms=1&io=4000000' >/dev/null
+        assert_ge "$(last_log 6)" 4000000 "tonari-io-bytes"
+}
+
+testcase_max_requests() {
+        local p1
+        get capped.example /cgi-bin/spin?ms=1500 >/dev/null &
+        p1=$!
+        sleep 0.7
+        get capped.example /cgi-bin/spin?ms=1 >/dev/null
+        assert_eq 503 "$(cat /tmp/status)"
+        wait "$p1"
+        get capped.example /cgi-bin/spin?ms=1 >/dev/null
+        assert_eq 200 "$(cat /tmp/status)"
+}
+
+testcase_crashing_cgi_leaves_nothing() {
+        get limited.example '/cgi-bin/spin?crash=1' >/dev/null
+        assert_eq 500 "$(cat /tmp/status)"
+        sleep 0.5
+        assert_eq "" "$(cat $CG/limited/cgroup.procs)"
+        assert_eq 0 "$(cat $CG/limited/pids.current)"
+}
+
+testcase_bad_map_at_reload_keeps_the_old() {
+        trap 'cp /tmp/good.map /etc/apache2/tonari-test.map; systemctl restart apache2' EXIT
+        cp /etc/apache2/tonari-test.map /tmp/good.map
+        printf 'new.example free\nbroken line with words\n' >>/etc/apache2/tonari-test.map
+        assert_rc_match 1 "tonari-test.map:100004: Invalid map line 'broken line with words'" apache2ctl configtest
+        # A reload without apachectl's check (SIGUSR1): the parent logs and keeps the map.
+        kill -USR1 "$(cat /run/apache2/apache2.pid)"
+        sleep 3
+        grep -q "bad map /etc/apache2/tonari-test.map:100004: .*keeping the map loaded before (100002 hosts)" \
+                /var/log/apache2/error.log
+        get site777.example / >/dev/null
+        assert_eq 200 "$(cat /tmp/status)"
+        assert_eq free "$(last_log 4)"
+        get new.example / >/dev/null
+        assert_eq - "$(last_log 4)"
+}
+
+testcase_configtest_errors() {
+        trap 'write_conf; rm -f /tmp/bad.map; systemctl restart apache2' EXIT
+        write_conf "TonariDomainEnter nosuch"
+        assert_rc_match 1 "line 12 of $CONF:[[:space:]]+Unknown domain 'nosuch'" apache2ctl configtest
+        write_conf "TonariDomain limited CPUQuota=20%"
+        assert_rc_match 1 "line 12 of $CONF:[[:space:]]+Domain 'limited' is defined already, on line 1 of $CONF" apache2ctl configtest
+        write_conf "TonariDomain x CPUQuota=50"
+        assert_rc_match 1 "line 12 of $CONF:[[:space:]]+Invalid CPUQuota= value '50'" apache2ctl configtest
+        write_conf "TonariDomain x MemoryMax=1G"
+        assert_rc_match 1 "line 12 of $CONF:[[:space:]]+Unknown domain property in 'MemoryMax=1G'" apache2ctl configtest
+        write_conf "TonariDomain a.b"
+        assert_rc_match 1 "line 12 of $CONF:[[:space:]]+Invalid domain name 'a.b'" apache2ctl configtest
+        sed -i 's|^TonariDomainMap .*|TonariDomainMap /tmp/bad.map|' "$CONF"
+        printf 'a.example free\n# c\nb.example nosuch\n' >/tmp/bad.map
+        assert_rc_match 1 "line 4 of $CONF:[[:space:]]+Bad map /tmp/bad.map:3: Unknown domain 'nosuch'" apache2ctl configtest
+}
+
+testcase_fail_open_and_closed() {
+        trap 'write_conf; systemctl restart apache2' EXIT
+        mkdir -p /tmp/not-a-cgroup
+        # closed: Apache does not start.
+        write_conf "TonariCgroup /tmp/not-a-cgroup"
+        assert_rc 1 systemctl restart apache2
+        grep -q "cannot prepare cgroup '/tmp/not-a-cgroup' for domains .*TonariFailMode closed: not starting" \
+                /var/log/apache2/error.log
+        # open: it serves, without domains, and says so.
+        sed -i 's/^TonariFailMode closed/TonariFailMode open/' "$CONF"
+        systemctl restart apache2
+        grep -q "TonariFailMode open: serving every request without domains" /var/log/apache2/error.log
+        get limited.example / >/dev/null
+        assert_eq 200 "$(cat /tmp/status)"
+        assert_eq - "$(last_log 4)"
+}
+
+testcase_event_mpm_moves_threads() {
+        trap 'write_conf; use_mpm prefork' EXIT
+        use_mpm event
+        assert_eq threaded "$(cat $CG/limited/cgroup.type)"
+        grep -q "mod_tonari: 3 domains in '$CG' (threads move)" /var/log/apache2/error.log
+        get limited.example / >/dev/null
+        assert_eq 200 "$(cat /tmp/status)"
+        assert_eq limited "$(last_log 4)"
+        assert_match "^[0-9]+$" "$(last_log 5)"
+        # IO limits cannot be put on a thread.
+        write_conf "TonariDomain io \"IOWriteBandwidthMax=/dev/vda 30M\""
+        assert_rc 1 systemctl restart apache2
+        grep -q "IOWriteBandwidthMax= of domain 'io' .*a threaded MPM moves threads" /var/log/apache2/error.log
+}
+
+# remount_cgroup2 favordynmods|plain: the cgroup2 mount with the options systemd gave it, with or
+# without favordynmods (a remount sets exactly the options it is given).
+remount_cgroup2() {
+        local opts
+        opts=$(findmnt -no OPTIONS /sys/fs/cgroup | tr ',' '\n' | grep -xE 'nsdelegate|memory_recursiveprot' | paste -sd, -)
+        [[ $1 == favordynmods ]] && opts=${opts:+$opts,}favordynmods
+        mount -o "remount${opts:+,$opts}" /sys/fs/cgroup
+}
+
+testcase_move_cost() {
+        local root=/sys/fs/cgroup/tonari-movecost out
+        trap 'for d in movecost _home ""; do rmdir "$root/$d" 2>/dev/null || true; done; remount_cgroup2 plain' EXIT
+        echo "+cpu +pids" >/sys/fs/cgroup/cgroup.subtree_control
+        for mode in plain favordynmods; do
+                remount_cgroup2 "$mode"
+                assert_eq "$([[ $mode == favordynmods ]] && echo 1 || echo 0)" \
+                        "$(findmnt -no OPTIONS /sys/fs/cgroup | grep -c favordynmods || true)" "favordynmods in the mount options"
+                for t in "" --threads; do
+                        mkdir "$root"
+                        out=$("$A/tonari-domain-movecost" $t "$root" 5000)
+                        echo "move cost ($mode ${t:-processes}): $out"
+                        assert_match "^moves=5000 enter_p50_us=" "$out"
+                        echo "$mode ${t:---processes} $out" >>"$TONARI_VM_SHARE/movecost.txt"
+                        # The program has exited: its cgroups are empty.
+                        for d in movecost _home ""; do
+                                rmdir "$root/$d"
+                        done
+                done
+        done
+}
+
+run_testcases
