@@ -183,6 +183,10 @@ _public_ int tonari_domain_prepare(const char *root, unsigned flags) {
         root_fd = open_root(root);
         if (root_fd < 0)
                 return root_fd;
+        /* The root of the hierarchy (it alone has no cgroup.type) holds every process of the
+         * system, kernel threads included: never move them. */
+        if (faccessat(root_fd, "cgroup.type", F_OK, 0) < 0)
+                return errno == ENOENT ? -EBUSY : -errno;
         home_fd = make_child(root_fd, TONARI_DOMAIN_HOME, flags, true);
         if (home_fd < 0)
                 return home_fd;

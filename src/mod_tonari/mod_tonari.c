@@ -48,7 +48,9 @@
 
 #include "mod-tonari-util.h"
 
-module AP_MODULE_DECLARE_DATA tonari_module;
+/* The one symbol Apache looks up (LoadModule tonari_module ...); tonari builds with hidden
+ * visibility. */
+extern module AP_MODULE_DECLARE_DATA __attribute__((visibility("default"))) tonari_module;
 
 #define LEAVE_FILTER "TONARI_LEAVE"
 /* Process pool userdata: the text of the last map that loaded, kept across configuration reloads
@@ -247,29 +249,36 @@ static apr_status_t map_cleanup(void *data) {
         return APR_SUCCESS;
 }
 
-static apr_status_t free_cleanup(void *data) {
-        free(data);
-        return APR_SUCCESS;
+/* Remembers text as the last good map, in a pool of its own below the process pool (it outlives
+ * this configuration; no cleanup function of ours may run there: the module is unloaded first). */
+static void keep_map_text(process_rec *proc, const char *text, apr_size_t size) {
+        apr_pool_t *old = NULL, *keep;
+
+        if (apr_pool_create(&keep, proc->pool) != APR_SUCCESS)
+                return;
+        apr_pool_userdata_setn(apr_pstrmemdup(keep, text, size), MAP_KEEP_KEY, NULL, keep);
+        apr_pool_userdata_get((void **) &old, MAP_KEEP_KEY "-pool", proc->pool);
+        if (old)
+                apr_pool_destroy(old);
+        apr_pool_userdata_setn(keep, MAP_KEEP_KEY "-pool", NULL, proc->pool);
 }
 
-/* Remembers text as the last good map, in the process pool (outlives this configuration). */
-static void keep_map_text(process_rec *proc, const char *text, apr_size_t size) {
-        char *copy = malloc(size + 1), *old = NULL;
+/* The text keep_map_text() kept, or NULL. */
+static const char *kept_map_text(process_rec *proc) {
+        apr_pool_t *keep = NULL;
+        const char *text = NULL;
 
-        if (!copy)
-                return;
-        memcpy(copy, text, size);
-        copy[size] = 0;
-        apr_pool_userdata_get((void **) &old, MAP_KEEP_KEY, proc->pool);
-        if (old)
-                apr_pool_cleanup_run(proc->pool, old, free_cleanup);
-        apr_pool_userdata_setn(copy, MAP_KEEP_KEY, free_cleanup, proc->pool);
+        apr_pool_userdata_get((void **) &keep, MAP_KEEP_KEY "-pool", proc->pool);
+        if (keep)
+                apr_pool_userdata_get((void **) &text, MAP_KEEP_KEY, keep);
+        return text;
 }
 
 /* TonariDomainMap FILE */
 static const char *cmd_domain_map(cmd_parms *cmd, void *dummy, const char *path) {
         const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY), *resolved;
-        char *text, *msg = NULL, *kept = NULL;
+        char *text, *msg = NULL;
+        const char *kept;
         apr_size_t size;
         unsigned line = 0;
         DomainMap *m = NULL;
@@ -297,7 +306,7 @@ static const char *cmd_domain_map(cmd_parms *cmd, void *dummy, const char *path)
                 free(msg);
                 /* A reload with a broken map keeps the map that loaded last (if its domains still
                  * exist); only a first start, or a configtest, fails. */
-                apr_pool_userdata_get((void **) &kept, MAP_KEEP_KEY, cmd->server->process->pool);
+                kept = kept_map_text(cmd->server->process);
                 if (!kept || domain_map_parse(kept, strlen(kept), find_domain, main_conf, &m, NULL, NULL) < 0)
                         return apr_psprintf(cmd->pool, "Bad map %s", why);
                 ap_log_error(APLOG_MARK, APLOG_ERR, 0, cmd->server,
@@ -369,7 +378,13 @@ static const char *own_cgroup(apr_pool_t *p) {
                         break;
                 }
         fclose(f);
-        if (path && (end = strrchr(path, '/')) && strcmp(end + 1, TONARI_DOMAIN_HOME) == 0)
+        if (!path)
+                return NULL;
+        /* Hybrid hierarchies mount cgroup2 at /sys/fs/cgroup/unified. */
+        if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) < 0 &&
+            access("/sys/fs/cgroup/unified/cgroup.controllers", F_OK) >= 0)
+                path = apr_pstrcat(p, "/sys/fs/cgroup/unified", path + strlen("/sys/fs/cgroup"), NULL);
+        if ((end = strrchr(path, '/')) && strcmp(end + 1, TONARI_DOMAIN_HOME) == 0)
                 *end = 0;
         return path;
 }
@@ -408,6 +423,9 @@ static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *p
         int threaded = 0, r;
 
         (void) plog;
+        /* The first of the two configuration passes at start-up only checks; the second serves. */
+        if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG)
+                return OK;
         if (c->fail_mode == FAIL_UNSET)
                 c->fail_mode = FAIL_OPEN;
         c->enabled = 0;

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <tonari/domain.h>
 
@@ -29,6 +30,7 @@ static void assert_file(const char *rel, const char *expected) {
 static void fake_delegated(const char *controllers) {
         fake_root_new();
         fake_file("cgroup.controllers", controllers);
+        fake_file("cgroup.type", "domain\n");
         fake_file("cgroup.procs", "1234\n5678\n");
         fake_file("cgroup.subtree_control", "");
         fake_file("_home/cgroup.procs", "");
@@ -70,6 +72,15 @@ START_TEST(test_prepare_refusals) {
         sub = root_path("v1");
         ck_assert_int_eq(tonari_domain_prepare(sub, 0), -EMEDIUMTYPE);
         ck_assert_int_eq(tonari_domain_prepare("/nonexistent/tonari", 0), -ENOENT);
+        /* The hierarchy's root (no cgroup.type) holds every process: refused, nothing moved. */
+        fake_file("top/cgroup.controllers", "cpu io pids\n");
+        fake_file("top/cgroup.procs", "1\n2\n");
+        free(sub);
+        sub = root_path("top");
+        ck_assert_int_eq(tonari_domain_prepare(sub, 0), -EBUSY);
+        free(sub);
+        sub = root_path("top/_home");
+        ck_assert_int_eq(access(sub, F_OK), -1);
 }
 END_TEST
 

@@ -67,6 +67,7 @@ typedef struct TonariDomainCounters {
  * Returns 0; -EINVAL for a relative or empty root; -EMEDIUMTYPE if root is not on cgroup2 (a v1
  * hierarchy or no cgroup at all); -EACCES/-EPERM if root is not writable (not delegated);
  * -EOPNOTSUPP if a needed controller is not available in root (not enabled by its parent);
+ * -EBUSY if root is the root of the cgroup hierarchy (it holds every process of the system);
  * other errors of mkdir(2)/write(2) on cgroupfs.
  */
 int tonari_domain_prepare(const char *root, unsigned flags);
