@@ -139,7 +139,7 @@ done
 
 # The cost of one move, per process (prefork) and per thread (event), without and with favordynmods.
 root=/sys/fs/cgroup/tonari-movecost
-echo "+cpu +pids" >/sys/fs/cgroup/cgroup.subtree_control
+echo "+cpu +io +pids" >/sys/fs/cgroup/cgroup.subtree_control
 base_opts=$(findmnt -no OPTIONS /sys/fs/cgroup | tr ',' '\n' | grep -xE 'nsdelegate|memory_recursiveprot' | paste -sd, -)
 for mode in plain favordynmods; do
         opts=$base_opts

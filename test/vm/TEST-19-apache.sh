@@ -225,7 +225,7 @@ remount_cgroup2() {
 testcase_move_cost() {
         local root=/sys/fs/cgroup/tonari-movecost out
         trap 'for d in movecost _home ""; do rmdir "$root/$d" 2>/dev/null || true; done; remount_cgroup2 plain' EXIT
-        echo "+cpu +pids" >/sys/fs/cgroup/cgroup.subtree_control
+        echo "+cpu +io +pids" >/sys/fs/cgroup/cgroup.subtree_control
         for mode in plain favordynmods; do
                 remount_cgroup2 "$mode"
                 assert_eq "$([[ $mode == favordynmods ]] && echo 1 || echo 0)" \
