@@ -30,7 +30,7 @@ DEV=/dev/$(lsblk -no PKNAME "$(findmnt -no SOURCE /)" 2>/dev/null || true)
 
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
         $(find "$A" -name 'libtonari0_*.deb' -o -name 'libapache2-mod-tonari_*.deb') >/dev/null
-install -m 0755 "$A/tonari-spin" /usr/lib/cgi-bin/spin
+install -D -m 0755 "$A/tonari-spin" /usr/lib/cgi-bin/spin
 echo hello >/var/www/html/hello.html
 # 100 000 hosts on 100 unlimited domains, plus the limited ones of Fig 5 and Fig 4.
 {

@@ -545,6 +545,12 @@ static uint64_t io_bytes_path(const char *path) {
         return v;
 }
 
+/* Milliseconds. How long the end of a request waits for its CGI program to become a zombie after
+ * it closed its output (its exit is under way): long enough for an exit on a loaded machine,
+ * short next to a request; a program that goes on running after closing its output costs the
+ * request this much once. */
+#define CHILD_EXIT_WAIT_MSEC 20
+
 /* A CGI program that has exited but is not reaped yet (mod_cgi reaps after the request's log
  * line): its CPU time and I/O, without reaping it. */
 static void unreaped_child(uint64_t *cpu_usec, uint64_t *io_bytes) {
@@ -552,9 +558,17 @@ static void unreaped_child(uint64_t *cpu_usec, uint64_t *io_bytes) {
         struct rusage ru;
         char path[64];
 
-        memset(&si, 0, sizeof(si));
-        if (syscall(SYS_waitid, P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, &ru) < 0 || si.si_pid <= 0)
-                return;
+        for (int i = 0;; i++) {
+                memset(&si, 0, sizeof(si));
+                /* ECHILD: no children at all. */
+                if (syscall(SYS_waitid, P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, &ru) < 0)
+                        return;
+                if (si.si_pid > 0)
+                        break;
+                if (i >= CHILD_EXIT_WAIT_MSEC)
+                        return;
+                usleep(1000);
+        }
         *cpu_usec += timeval_usec(&ru.ru_utime) + timeval_usec(&ru.ru_stime);
         snprintf(path, sizeof(path), "/proc/%d/io", (int) si.si_pid);
         *io_bytes += io_bytes_path(path);

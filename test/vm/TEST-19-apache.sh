@@ -67,8 +67,8 @@ wall_us() {
 testcase_install() {
         # shellcheck disable=SC2046
         DEBIAN_FRONTEND=noninteractive apt-get install -y $(find "$A" -name 'libtonari0_*.deb' -o -name 'libapache2-mod-tonari_*.deb')
-        install -m 0755 "$A/tonari-spin" /usr/lib/cgi-bin/spin
-        ln -sf spin /usr/lib/cgi-bin/spin-limited
+        install -D -m 0755 "$A/tonari-spin" /usr/lib/cgi-bin/spin
+        install -m 0755 "$A/tonari-spin" /usr/lib/cgi-bin/spin-limited
         assert_eq yes "$(systemctl show -P Delegate apache2.service)"
         a2enmod -q tonari
         man -w mod_tonari >/dev/null
