@@ -247,3 +247,27 @@ int proc_pid_cgroup(const char *proc, pid_t pid, char **ret) {
                 return r;
         return proc_cgroup_parse(text, ret);
 }
+
+int proc_maps_parse_line(const char *line, ProcMapsEntry *ret) {
+        unsigned long long start, end;
+        char perms[5];
+        int consumed = 0;
+        const char *path;
+
+        if (!line || !ret)
+                return -EINVAL;
+        if (sscanf(line, "%llx-%llx %4s %*x %*x:%*x %*u%n", &start, &end, perms, &consumed) != 3 || consumed == 0)
+                return -EINVAL;
+        if (end <= start || strlen(perms) != 4)
+                return -EINVAL;
+        path = line + consumed;
+        path += strspn(path, " \t");
+        *ret = (ProcMapsEntry) {
+                .start = start,
+                .end = end,
+                .special = strncmp(path, "[vsyscall]", 10) == 0 || strncmp(path, "[vvar]", 6) == 0 ||
+                           strncmp(path, "[vdso]", 6) == 0,
+        };
+        memcpy(ret->perms, perms, sizeof(perms));
+        return 0;
+}

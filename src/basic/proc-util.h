@@ -68,3 +68,14 @@ int proc_pid_cgroup(const char *proc, pid_t pid, char **ret);
  */
 int proc_cgroup_parse_controller(const char *text, const char *controller, char **ret);
 int proc_pid_cgroup_controller(const char *proc, pid_t pid, const char *controller, char **ret);
+
+/* One line of /proc/<pid>/maps: "start-end perms offset dev inode [path]". */
+typedef struct ProcMapsEntry {
+        uint64_t start;
+        uint64_t end;       /* exclusive */
+        char perms[5];      /* "rw-p" */
+        bool special;       /* a kernel-provided area ([vsyscall], [vvar], [vdso]): no movable pages */
+} ProcMapsEntry;
+
+/* Parses one line (without or with its newline); -EINVAL if it is not a maps line. */
+int proc_maps_parse_line(const char *line, ProcMapsEntry *ret);

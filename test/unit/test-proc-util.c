@@ -208,5 +208,33 @@ START_TEST(test_io) {
 }
 END_TEST
 
+START_TEST(test_maps_line) {
+        ProcMapsEntry e = { .start = 42 };
+
+        ck_assert_int_eq(proc_maps_parse_line("7f0c1a000000-7f0c1a021000 rw-p 00000000 00:00 0 \n", &e), 0);
+        ck_assert_uint_eq(e.start, 0x7f0c1a000000ULL);
+        ck_assert_uint_eq(e.end, 0x7f0c1a021000ULL);
+        ck_assert_str_eq(e.perms, "rw-p");
+        ck_assert(!e.special);
+        ck_assert_int_eq(proc_maps_parse_line("55d0-55e0 r-xp 00001000 fe:01 1234   /usr/bin/with space", &e), 0);
+        ck_assert_uint_eq(e.start, 0x55d0);
+        ck_assert(!e.special);
+        ck_assert_int_eq(proc_maps_parse_line("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]", &e), 0);
+        ck_assert(e.special);
+        ck_assert_int_eq(proc_maps_parse_line("7ffd-7ffe r--p 00000000 00:00 0 [vvar]", &e), 0);
+        ck_assert(e.special);
+        ck_assert_int_eq(proc_maps_parse_line("7ffd-7ffe r-xp 00000000 00:00 0 [stack]", &e), 0);
+        ck_assert(!e.special);
+        e.start = 42;
+        ck_assert_int_eq(proc_maps_parse_line("", &e), -EINVAL);
+        ck_assert_int_eq(proc_maps_parse_line("2000-1000 rw-p 0 00:00 0", &e), -EINVAL);
+        ck_assert_int_eq(proc_maps_parse_line("1000-1000 rw-p 0 00:00 0", &e), -EINVAL);
+        ck_assert_int_eq(proc_maps_parse_line("1000-2000 rw-p", &e), -EINVAL);
+        ck_assert_int_eq(proc_maps_parse_line("zz-2000 rw-p 0 00:00 0", &e), -EINVAL);
+        ck_assert_int_eq(proc_maps_parse_line(NULL, &e), -EINVAL);
+        ck_assert_uint_eq(e.start, 42);
+}
+END_TEST
+
 TEST_SUITE("proc-util", test_stat_parse, test_kernel_thread, test_real_proc, test_cgroup_parse,
-           test_cgroup_parse_controller, test_start_time, test_io)
+           test_cgroup_parse_controller, test_start_time, test_io, test_maps_line)
