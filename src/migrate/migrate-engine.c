@@ -44,12 +44,6 @@ const char *migrate_engine_state_to_string(MigrateEngineState s) {
         return state_table[s];
 }
 
-static usec_t clock_usec(clockid_t c) {
-        struct timespec ts;
-        if (clock_gettime(c, &ts) < 0)
-                return 0;
-        return (usec_t) ts.tv_sec * USEC_PER_SEC + (usec_t) ts.tv_nsec / 1000;
-}
 
 static bool is_cancelled(MigrateEngine *e) {
         bool c;
@@ -83,7 +77,7 @@ static bool pause_or_cancel(MigrateEngine *e, usec_t usec) {
 static void update(MigrateEngine *e, void (*f)(MigrateProgress *p, const void *arg), const void *arg) {
         pthread_mutex_lock(&e->lock);
         f(&e->progress, arg);
-        e->progress.cpu_usec = clock_usec(CLOCK_THREAD_CPUTIME_ID);
+        e->progress.cpu_usec = now(CLOCK_THREAD_CPUTIME_ID);
         pthread_mutex_unlock(&e->lock);
 }
 
@@ -271,7 +265,7 @@ static int run_pass(MigrateEngine *e, const MigrateScan *scan, bool first_pass) 
         for (;;) {
                 BatchResult res = {};
                 size_t k, n_ref = 0;
-                usec_t cpu0 = clock_usec(CLOCK_THREAD_CPUTIME_ID), cpu1;
+                usec_t cpu0 = now(CLOCK_THREAD_CPUTIME_ID), cpu1;
 
                 /* Severe looks at fresh bits every round; Mild's walk sees the bits of its round too. */
                 if (policy != MIGRATE_PERIODICAL) {
@@ -291,13 +285,13 @@ static int run_pass(MigrateEngine *e, const MigrateScan *scan, bool first_pass) 
                 if (hot_left > 0) {
                         hot_left -= MIN(hot_left, (size_t) n_ref);
                         if (hot_left == 0) {
-                                usec_t now = clock_usec(CLOCK_MONOTONIC);
-                                update(e, set_hot_local, &now);
+                                usec_t t = now(CLOCK_MONOTONIC);
+                                update(e, set_hot_local, &t);
                         }
                 }
                 if (migrate_plan_remaining(plan) == 0)
                         break;
-                cpu1 = clock_usec(CLOCK_THREAD_CPUTIME_ID);
+                cpu1 = now(CLOCK_THREAD_CPUTIME_ID);
                 if (pause_or_cancel(e, migrate_pace_interval_usec(cpu1 - cpu0, e->config.interval_usec,
                                                                   e->config.cpu_budget_percent)))
                         return 0;
@@ -347,8 +341,8 @@ static void *engine_thread(void *userdata) {
                 final = MIGRATE_ENGINE_CANCELLED;
         e->progress.state = final;
         e->progress.error = error;
-        e->progress.cpu_usec = clock_usec(CLOCK_THREAD_CPUTIME_ID);
-        e->progress.finished_usec = clock_usec(CLOCK_MONOTONIC);
+        e->progress.cpu_usec = now(CLOCK_THREAD_CPUTIME_ID);
+        e->progress.finished_usec = now(CLOCK_MONOTONIC);
         pthread_mutex_unlock(&e->lock);
         (void) write(e->done_fd, &one, sizeof(one));
         return NULL;
@@ -415,7 +409,7 @@ int migrate_engine_start(const MigrateConfig *c, MigrateEngine **ret) {
         }
         e->progress = (MigrateProgress) {
                 .state = MIGRATE_ENGINE_SCANNING,
-                .started_usec = clock_usec(CLOCK_MONOTONIC),
+                .started_usec = now(CLOCK_MONOTONIC),
                 .referenced = e->page_idle && migrate_policy_uses_referenced(c->policy),
         };
         r = -pthread_create(&e->thread, NULL, engine_thread, e);

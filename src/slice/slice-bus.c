@@ -411,6 +411,15 @@ int bus_slice_method_set_properties(sd_bus_message *m, void *userdata, sd_bus_er
                 r = read_settings(m, sm, &c->settings, &c->mask, error);
         if (r >= 0 && c->mask == 0)
                 r = sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "No slice properties given.");
+        if (r >= 0 && (c->mask & CGROUP_MASK_ALLOWED_MEMS) && sm->on_memory_nodes) {
+                r = sm->on_memory_nodes(s, c->settings.allowed_mems, c->settings.allowed_mems_size,
+                                        c->mask == CGROUP_MASK_ALLOWED_MEMS, m, error, sm->on_memory_nodes_userdata);
+                if (r > 0) { /* a migration job took the change */
+                        cgroup_settings_done(&c->settings);
+                        free(c);
+                        return sd_bus_reply_method_return(m, NULL);
+                }
+        }
         if (r < 0) {
                 cgroup_settings_done(&c->settings);
                 free(c);

@@ -14,8 +14,6 @@
 
 #include "slice.h"
 
-/* error: 0, or negative errno with message (may be NULL) explaining it. */
-typedef void (*SliceDoneFunc)(Slice *s, int error, const char *message, void *userdata);
 
 typedef struct SliceBackend {
         const char *name; /* "systemd", "cgroupfs-v2", "cgroupfs-v1" as the Backend property shows */
@@ -56,6 +54,8 @@ struct SliceManager {
         uint64_t page_size;       /* memory limits are whole pages */
         SliceRemovedFunc on_removed;
         void *on_removed_userdata;
+        SliceMemoryNodesFunc on_memory_nodes; /* lazy NUMA migration takes AllowedMemoryNodes= changes */
+        void *on_memory_nodes_userdata;
 };
 
 extern const SliceBackend slice_backend_systemd;

@@ -324,13 +324,17 @@ static int collect_pids(CGroupRoot *root, const char *path, pid_t **pids, size_t
 }
 
 int slice_get_pids(Slice *s, pid_t **ret, size_t *ret_n) {
+        if (!s->cgroup)
+                return -ENODATA;
+        return slice_cgroup_get_pids(s->manager->cgroup_root, s->cgroup, ret, ret_n);
+}
+
+int slice_cgroup_get_pids(CGroupRoot *root, const char *cgroup, pid_t **ret, size_t *ret_n) {
         _cleanup_free_ pid_t *pids = NULL;
         size_t n = 0;
         int r;
 
-        if (!s->cgroup)
-                return -ENODATA;
-        r = collect_pids(s->manager->cgroup_root, s->cgroup, &pids, &n, 0);
+        r = collect_pids(root, cgroup, &pids, &n, 0);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(pids);
@@ -435,4 +439,90 @@ void slice_cpu_quota_override_adopted(Slice *s, usec_t quota_usec, usec_t period
                 s->settings.cpu_quota_per_sec_usec = configured_per_sec_usec;
                 s->settings.cpu_quota_period_usec = configured_period_usec;
         }
+}
+
+void slice_manager_set_memory_nodes_callback(SliceManager *m, SliceMemoryNodesFunc f, void *userdata) {
+        m->on_memory_nodes = f;
+        m->on_memory_nodes_userdata = userdata;
+}
+
+int slice_check_memory_nodes(SliceManager *m, const uint8_t *mems, size_t mems_size, char **ret_error) {
+        CGroupSettings t = { .allowed_mems = (uint8_t *) mems, .allowed_mems_size = mems_size };
+
+        if (index_list_count(mems, mems_size) == 0) {
+                char *e = strdup("Invalid memory nodes '': the set is empty.");
+                if (!e)
+                        return -ENOMEM;
+                *ret_error = e;
+                return -EINVAL;
+        }
+        return slice_settings_validate(&t, CGROUP_MASK_ALLOWED_MEMS, m->page_size, NULL, 0, m->online_nodes,
+                                       m->online_nodes_size, ret_error);
+}
+
+typedef struct MemsContext {
+        CGroupSettings settings;
+        CGroupSettingMask mask;
+        SliceDoneFunc done;
+        void *userdata;
+} MemsContext;
+
+static void mems_done(Slice *s, int error, const char *message, void *userdata) {
+        MemsContext *c = userdata;
+
+        s->state = SLICE_ACTIVE;
+        if (error >= 0) {
+                cgroup_settings_done(&s->settings);
+                s->settings = c->settings;
+                c->settings = CGROUP_SETTINGS_INIT;
+                slice_emit_changed(s, c->mask);
+        }
+        c->done(s, error, message, c->userdata);
+        cgroup_settings_done(&c->settings);
+        free(c);
+}
+
+int slice_set_memory_nodes(Slice *s, const uint8_t *mems, size_t mems_size, const uint8_t *cpus, size_t cpus_size,
+                           SliceDoneFunc done, void *userdata) {
+        MemsContext *c;
+        uint8_t *m = NULL, *k = NULL;
+        int r;
+
+        if (s->state != SLICE_ACTIVE)
+                return -EBUSY;
+        c = new0(MemsContext, 1);
+        if (!c)
+                return -ENOMEM;
+        *c = (MemsContext) { .settings = CGROUP_SETTINGS_INIT, .done = done, .userdata = userdata,
+                             .mask = CGROUP_MASK_ALLOWED_MEMS | (cpus ? CGROUP_MASK_ALLOWED_CPUS : 0) };
+        r = cgroup_settings_copy(&c->settings, &s->settings);
+        if (r >= 0) {
+                m = memdup(mems, mems_size);
+                k = cpus ? memdup(cpus, cpus_size) : NULL;
+                if (!m || (cpus && !k))
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                free(m);
+                free(k);
+                cgroup_settings_done(&c->settings);
+                free(c);
+                return r;
+        }
+        free(c->settings.allowed_mems);
+        c->settings.allowed_mems = m;
+        c->settings.allowed_mems_size = mems_size;
+        if (cpus) {
+                free(c->settings.allowed_cpus);
+                c->settings.allowed_cpus = k;
+                c->settings.allowed_cpus_size = cpus_size;
+        }
+        s->state = SLICE_BUSY;
+        r = s->manager->backend->apply(s, &c->settings, c->mask, mems_done, c);
+        if (r < 0) {
+                s->state = SLICE_ACTIVE;
+                cgroup_settings_done(&c->settings);
+                free(c);
+        }
+        return r;
 }

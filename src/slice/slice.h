@@ -54,6 +54,9 @@ struct Slice {
         uint64_t cgroup_id;
 };
 
+/* error: 0, or negative errno with message (may be NULL) explaining it. */
+typedef void (*SliceDoneFunc)(Slice *s, int error, const char *message, void *userdata);
+
 /* Told that s has been removed, before the caller of the removal is. */
 typedef void (*SliceRemovedFunc)(Slice *s, void *userdata);
 
@@ -135,3 +138,30 @@ int slice_set_cpu_quota_override(Slice *s, const char *cgroup, usec_t quota_usec
  */
 void slice_cpu_quota_override_adopted(Slice *s, usec_t quota_usec, usec_t period_usec,
                                       usec_t configured_per_sec_usec, usec_t configured_period_usec);
+
+/*
+ * Lazy NUMA migration (src/migrate/): who is asked first about a change of AllowedMemoryNodes= that
+ * SetSliceProperties() is given (alone: no other property with it), instead of writing it (which
+ * makes the kernel move every page at once). Returns 1 if it took the change (a job started; the
+ * call is answered at once; only when alone), 0 to let the change be written as usual, or a
+ * negative errno with error set (e.g. the slice is being migrated). NULL to stop.
+ */
+typedef int (*SliceMemoryNodesFunc)(Slice *s, const uint8_t *mems, size_t mems_size, bool alone, sd_bus_message *m,
+                                    sd_bus_error *error, void *userdata);
+void slice_manager_set_memory_nodes_callback(SliceManager *m, SliceMemoryNodesFunc f, void *userdata);
+
+/*
+ * Checks a node set as AllowedMemoryNodes= is checked (not empty, every node online); -EINVAL with
+ * a message quoting the set in *ret_error.
+ */
+int slice_check_memory_nodes(SliceManager *m, const uint8_t *mems, size_t mems_size, char **ret_error);
+
+/*
+ * Writes AllowedMemoryNodes= (mems) and, if cpus is not NULL, AllowedCPUs= through the backend; the
+ * slice's settings follow once done() is told of success. The slice is BUSY meanwhile.
+ */
+int slice_set_memory_nodes(Slice *s, const uint8_t *mems, size_t mems_size, const uint8_t *cpus, size_t cpus_size,
+                           SliceDoneFunc done, void *userdata);
+
+/* The processes in a slice's cgroup tree (cgroup below root); only reads: safe on another thread. */
+int slice_cgroup_get_pids(CGroupRoot *root, const char *cgroup, pid_t **ret, size_t *ret_n);

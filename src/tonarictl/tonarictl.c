@@ -63,6 +63,7 @@ const char *arg_bus_address = NULL;
 JsonMode arg_json = JSON_OFF;
 bool arg_legend = true;
 const char *arg_move_to = NULL;
+bool arg_wait = false;
 const char *arg_relay = "unix:/run/tonari-relay/relay.sock";
 bool arg_plain_http = false;
 bool arg_dry_run = false;
@@ -393,6 +394,12 @@ static void help(void) {
                "                         Move processes into a slice (root only)\n"
                "  slice remove NAME      Remove a slice without processes, or with --move-to=\n"
                "                         one whose processes go to another slice (root only)\n"
+               "  slice migrate NAME NODES [SETTING=VALUE...]\n"
+               "                         Move a slice's memory and CPUs to NUMA nodes lazily,\n"
+               "                         referenced pages first; prints the job (root only).\n"
+               "                         Settings: MemoryMigration=eager|periodical|severe|mild\n"
+               "                         MigrationBatchPages=N MigrationIntervalSec=TIME\n"
+               "                         MigrationCPUBudget=N%%\n"
                "  borrow [list]          CPU time each slice borrowed from helpers, its debt,\n"
                "                         what was forgiven and why, what proxies could not\n"
                "                         charge, and the shortened quota while it repays\n"
@@ -449,6 +456,8 @@ static void help(void) {
                "     --dry-run           With 'image gc': count, delete nothing\n"
                "     --upper=PATH        With 'image mount': overlayfs's upper directory\n"
                "     --work=PATH         With 'image mount': overlayfs's work directory\n"
+               "     --wait              With 'slice migrate': show the job's progress until it\n"
+               "                         ends; fail unless it is done\n"
                "\n"
                "Exit status: 0 success, 1 failure, 2 invalid usage, 3 tonarid not running,\n"
                "4 access denied, 5 no such slice or image. See the tonarictl(1) man page for details.\n",
@@ -467,6 +476,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_DRY_RUN,
                 ARG_UPPER,
                 ARG_WORK,
+                ARG_WAIT,
         };
         static const struct option options[] = {
                 COMMON_OPTIONS,
@@ -480,6 +490,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "upper", required_argument, NULL, ARG_UPPER },
                 { "work", required_argument, NULL, ARG_WORK },
+                { "wait", no_argument, NULL, ARG_WAIT },
                 {},
         };
         int c;
@@ -537,6 +548,9 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_WORK:
                         arg_workdir = optarg;
+                        break;
+                case ARG_WAIT:
+                        arg_wait = true;
                         break;
                 default:
                         return parse_common_option(c, "tonarictl", help);
@@ -637,6 +651,10 @@ int main(int argc, char *argv[]) {
         /* Global for getopt's sake (options go anywhere), but meaningful to one verb only. */
         if (arg_move_to && !(argc >= 2 && streq(argv[0], "slice") && streq(argv[1], "remove"))) {
                 log_error("Option --move-to= is only valid with 'slice remove'.");
+                return EXIT_USAGE;
+        }
+        if (arg_wait && !(argc >= 2 && streq(argv[0], "slice") && streq(argv[1], "migrate"))) {
+                log_error("Option --wait is only valid with 'slice migrate'.");
                 return EXIT_USAGE;
         }
         if (argc == 0) {

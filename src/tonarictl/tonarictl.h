@@ -36,6 +36,7 @@ extern const char *arg_bus_address;
 extern JsonMode arg_json;
 extern bool arg_legend;
 extern const char *arg_move_to; /* 'slice remove' only; main() refuses it elsewhere */
+extern bool arg_wait;           /* 'slice migrate' only */
 /* The image commands' options (parsed by every tonarictl, used by tonarictl-relay). */
 extern const char *arg_relay;
 extern bool arg_plain_http;

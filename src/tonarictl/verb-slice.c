@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "alloc-util.h"
 #include "bus-json.h"
@@ -13,6 +14,7 @@
 #include "slice-format.h"
 #include "string-util.h"
 #include "strv.h"
+#include "time-util.h"
 #include "tonarictl.h"
 #include "verb-slice.h"
 
@@ -256,6 +258,190 @@ static int slice_remove(int argc, char *argv[]) {
         return 0;
 }
 
+/* ---- slice migrate NAME NODES [SETTING=VALUE...] [--wait] */
+
+#define JOB_INTERFACE "org.tonari.Job1"
+
+/* MemoryMigration=, MigrationBatchPages=, MigrationIntervalSec=, MigrationCPUBudget= as a{sv} options. */
+static int append_migrate_option(sd_bus_message *m, const char *assignment) {
+        _cleanup_free_ char *name = NULL, *e = NULL;
+        const char *eq = strchr(assignment, '='), *value;
+        uint64_t u;
+        usec_t usec;
+        int r;
+
+        if (!eq)
+                goto invalid;
+        name = strndup(assignment, eq - assignment);
+        if (!name)
+                return log_oom();
+        value = eq + 1;
+        if (streq(name, "MemoryMigration"))
+                return sd_bus_message_append(m, "{sv}", "MemoryMigration", "s", value);
+        if (streq(name, "MigrationBatchPages")) {
+                if (safe_atou64(value, &u) < 0 || u == 0)
+                        goto invalid;
+                return sd_bus_message_append(m, "{sv}", "MigrationBatchPages", "t", u);
+        }
+        if (streq(name, "MigrationIntervalSec")) {
+                if (parse_time(value, USEC_PER_SEC, &usec) < 0)
+                        goto invalid;
+                return sd_bus_message_append(m, "{sv}", "MigrationIntervalUSec", "t", (uint64_t) usec);
+        }
+        if (streq(name, "MigrationCPUBudget")) {
+                r = parse_percent(value);
+                if (r < 0 && safe_atou64(value, &u) >= 0 && u <= 100)
+                        r = (int) u;
+                if (r < 0)
+                        goto invalid;
+                return sd_bus_message_append(m, "{sv}", "MigrationCPUBudget", "u", (uint32_t) r);
+        }
+invalid:
+        e = cescape(assignment);
+        log_error("Invalid migration setting '%s': expected MemoryMigration=eager|periodical|severe|mild, "
+                  "MigrationBatchPages=N (pages), MigrationIntervalSec=TIME or MigrationCPUBudget=N%%.", strna(e));
+        return -EINVAL;
+}
+
+static int job_get(sd_bus *bus, const char *path, const char *property, char type, void *ret) {
+        return sd_bus_get_property_trivial(bus, BUS_NAME, path, JOB_INTERFACE, property, NULL, type, ret);
+}
+
+static void print_progress(sd_bus *bus, const char *path, bool final) {
+        uint64_t total = 0, moved = 0, failed = 0, hot = 0, rate = 0, cpu_nsec = 0;
+        _cleanup_free_ char *state = NULL;
+        char bar[41];
+        unsigned pct, fill;
+
+        if (job_get(bus, path, "PagesTotal", 't', &total) < 0)
+                return;
+        (void) job_get(bus, path, "PagesMoved", 't', &moved);
+        (void) job_get(bus, path, "PagesFailed", 't', &failed);
+        (void) job_get(bus, path, "HotPagesMoved", 't', &hot);
+        (void) job_get(bus, path, "PagesPerSecond", 't', &rate);
+        (void) job_get(bus, path, "CPUUsageNSec", 't', &cpu_nsec);
+        (void) sd_bus_get_property_string(bus, BUS_NAME, path, JOB_INTERFACE, "State", NULL, &state);
+        pct = total > 0 ? (unsigned) ((moved + failed) * 100 / total) : 0;
+        fill = pct * (sizeof(bar) - 1) / 100;
+        memset(bar, '#', fill);
+        memset(bar + fill, '.', sizeof(bar) - 1 - fill);
+        bar[sizeof(bar) - 1] = 0;
+        fprintf(stderr, "%s[%s] %3u%% %s: %" PRIu64 "/%" PRIu64 " pages moved (%" PRIu64 " hot), %" PRIu64
+                " failed, %" PRIu64 " pages/s, CPU %" PRIu64 " ms%s",
+                isatty(STDERR_FILENO) ? "\r" : "", bar, pct, strna(state), moved, total, hot, failed, rate,
+                cpu_nsec / 1000000, isatty(STDERR_FILENO) && !final ? "\033[K" : "\n");
+        fflush(stderr);
+}
+
+typedef struct WaitState {
+        const char *path;
+        char *result;
+} WaitState;
+
+static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        WaitState *w = userdata;
+        const char *path, *slice, *result;
+        uint32_t id;
+
+        if (sd_bus_message_read(m, "uoss", &id, &path, &slice, &result) < 0)
+                return 0;
+        if (streq(path, w->path) && !w->result)
+                w->result = strdup(result);
+        return 0;
+}
+
+static int slice_migrate(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        _cleanup_free_ char *what = NULL, *path_copy = NULL;
+        _cleanup_free_ uint8_t *nodes = NULL;
+        size_t n_nodes = 0;
+        const char *name = argv[1], *path;
+        WaitState w = {};
+        int r;
+
+        r = check_slice_name(name);
+        if (r < 0)
+                return r;
+        r = parse_index_list(argv[2], 1023, &nodes, &n_nodes);
+        if (r < 0 || n_nodes == 0) {
+                _cleanup_free_ char *e = cescape(argv[2]);
+                return log_error_errno(EINVAL, "Invalid node list '%s': expected NUMA node numbers such as 1 or 0-1.",
+                                       strna(e));
+        }
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "MigrateMemory");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", name);
+        if (r >= 0)
+                r = sd_bus_message_append_array(m, 'y', nodes, n_nodes);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the request: %m");
+        for (int i = 3; i < argc; i++) {
+                r = append_migrate_option(m, argv[i]);
+                if (r < 0)
+                        return r == -EINVAL ? r : log_error_errno(r, "Failed to build the request: %m");
+        }
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the request: %m");
+
+        /* Subscribe before the job exists, so that its end cannot slip by. */
+        if (arg_wait) {
+                r = sd_bus_match_signal(bus, &slot, BUS_NAME, MANAGER_PATH, MANAGER_INTERFACE, "JobRemoved",
+                                        on_job_removed, &w);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to subscribe to JobRemoved: %m");
+        }
+        r = sd_bus_call(bus, m, 0, &error, &reply);
+        if (r < 0) {
+                if (asprintf(&what, "migrate slice '%s'", name) < 0)
+                        return log_oom();
+                return report_bus_error(what, &error, r);
+        }
+        r = sd_bus_message_read(reply, "o", &path);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the reply: %m");
+        path_copy = strdup(path);
+        if (!path_copy)
+                return log_oom();
+        if (!arg_wait) {
+                printf("%s\n", path_copy);
+                return 0;
+        }
+        w.path = path_copy;
+        while (!w.result) {
+                usec_t until = now(CLOCK_MONOTONIC) + USEC_PER_SEC / 2;
+                for (;;) {
+                        usec_t t = now(CLOCK_MONOTONIC);
+                        r = sd_bus_process(bus, NULL);
+                        if (r < 0)
+                                return log_error_errno(r, "Lost the connection to tonarid: %m");
+                        if (w.result || t >= until)
+                                break;
+                        if (r == 0 && sd_bus_wait(bus, until - t) < 0)
+                                break;
+                }
+                if (!w.result)
+                        print_progress(bus, path_copy, false);
+        }
+        fprintf(stderr, "%s", isatty(STDERR_FILENO) ? "\n" : "");
+        printf("%s %s\n", path_copy, w.result);
+        if (streq(w.result, "done"))
+                r = 0;
+        else
+                r = log_error_errno(streq(w.result, "cancelled") ? ECANCELED : EIO, "Migration of slice '%s' %s.", name,
+                                    w.result);
+        free(w.result);
+        return r;
+}
+
 static const SubVerb slice_verbs[] = {
         { "create", " NAME [ASSIGNMENT...]", 1, ARGS_ANY, slice_create },
         { "set", " NAME ASSIGNMENT...", 2, ARGS_ANY, slice_set },
@@ -263,8 +449,9 @@ static const SubVerb slice_verbs[] = {
         { "list", "", 0, 0, slice_list },
         { "attach", " NAME PID...", 2, ARGS_ANY, slice_attach },
         { "remove", " NAME [--move-to=SLICE]", 1, 1, slice_remove },
+        { "migrate", " NAME NODES [SETTING=VALUE...] [--wait]", 2, ARGS_ANY, slice_migrate },
 };
 
 int verb_slice(int argc, char *argv[]) {
-        return dispatch_subverb(slice_verbs, ELEMENTSOF(slice_verbs), "create, set, show, list, attach or remove", NULL, argc, argv);
+        return dispatch_subverb(slice_verbs, ELEMENTSOF(slice_verbs), "create, set, show, list, attach, remove or migrate", NULL, argc, argv);
 }

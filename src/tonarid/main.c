@@ -104,11 +104,11 @@ static int add_objects_for_introspection(sd_bus *bus, void *userdata) {
 
 static int do_introspect(const char *path) {
         _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *xml = NULL, *slice_xml = NULL;
+        _cleanup_free_ char *xml = NULL, *slice_xml = NULL, *job_xml = NULL;
         int r;
 
         /* One document with every interface the service org.tonari.Manager1 implements: the manager
-         * object's, plus the slice objects' interfaces. */
+         * object's, plus the slice objects' and the migration jobs' interfaces. */
         r = bus_introspect(add_objects_for_introspection, NULL, TONARI_MANAGER_PATH, &xml);
         if (r >= 0)
                 r = bus_introspect(add_objects_for_introspection, NULL, SLICE_OBJECT_PREFIX "/example", &slice_xml);
@@ -116,6 +116,10 @@ static int do_introspect(const char *path) {
                 r = bus_introspect_add_interface(&xml, slice_xml, "org.tonari.Slice1");
         if (r >= 0)
                 r = bus_introspect_add_interface(&xml, slice_xml, "org.tonari.Borrowing1");
+        if (r >= 0)
+                r = bus_introspect(add_objects_for_introspection, NULL, MIGRATE_JOB_OBJECT_PREFIX "/1", &job_xml);
+        if (r >= 0)
+                r = bus_introspect_add_interface(&xml, job_xml, MIGRATE_JOB_INTERFACE);
         if (r < 0)
                 return log_error_errno(r, "Failed to generate introspection data: %m");
 

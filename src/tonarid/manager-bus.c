@@ -228,6 +228,16 @@ static const sd_bus_vtable manager_vtable[] = {
                                        bus_borrow_method_list_borrowing, offsetof(Manager, borrow),
                                        SD_BUS_VTABLE_UNPRIVILEGED),
 
+        /* Lazy NUMA migration (src/migrate/migrate-bus.c), handlers get &Manager.migrate.
+         * MigrateMemory is root-only; ListJobs is read-only. Jobs are org.tonari.Job1 objects. */
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("MigrateMemory", SD_BUS_ARGS("s", slice, "ay", nodes, "a{sv}", options),
+                                       SD_BUS_RESULT("o", job), bus_migrate_method_migrate_memory,
+                                       offsetof(Manager, migrate), SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("ListJobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ussso)", jobs),
+                                       bus_migrate_method_list_jobs, offsetof(Manager, migrate),
+                                       SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("JobRemoved", SD_BUS_ARGS("u", id, "o", job, "s", slice, "s", result), 0),
+
         /* Mutating methods: root only, enforced by the D-Bus policy and again in the handler by
          * bus_verify_privileged(). The UNPRIVILEGED flag only switches off sd-bus's own implicit
          * CAP_SYS_ADMIN test, so that exactly one check in code decides, and says why. */
@@ -246,5 +256,8 @@ int manager_bus_add_objects(sd_bus *bus, Manager *m) {
         r = bus_slice_add_objects(bus, m ? &m->slices : NULL);
         if (r < 0)
                 return r;
-        return bus_borrow_add_objects(bus, m ? &m->borrow : NULL);
+        r = bus_borrow_add_objects(bus, m ? &m->borrow : NULL);
+        if (r < 0)
+                return r;
+        return bus_migrate_add_objects(bus, m ? &m->migrate : NULL);
 }

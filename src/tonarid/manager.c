@@ -57,6 +57,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
 
+        migrate_manager_free(m->migrate); /* stops the engines; their state files stay for the next start */
         borrow_manager_free(m->borrow); /* first: it lifts its limits through the slices */
         slice_manager_free(m->slices);
         sd_bus_flush_close_unref(m->bus);
@@ -283,6 +284,25 @@ static int manager_start_borrowing(Manager *m) {
                                                                          : "the slice cgroups");
 }
 
+static int manager_start_migration(Manager *m) {
+        char state_dir[PATH_MAX + 16];
+        bool page_idle = m->features.feature[FEATURE_PAGE_IDLE].available;
+        int r;
+
+        if (!m->slices)
+                return 0;
+        if (m->features.cgroup_mode != CGROUP_MODE_UNIFIED) {
+                log_debug("Lazy memory migration needs cgroup v2 slices, not offering it.");
+                return 0;
+        }
+        (void) snprintf(state_dir, sizeof(state_dir), "%s/migrate", m->config.runtime_directory);
+        r = migrate_manager_new(m->event, m->bus, m->slices, state_dir, page_idle ? MIGRATE_PAGE_IDLE_PATH : NULL,
+                                &m->migrate);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up memory migration: %m");
+        return 0;
+}
+
 static int manager_connect_bus(Manager *m) {
         int r;
 
@@ -303,6 +323,9 @@ static int manager_connect_bus(Manager *m) {
         if (r < 0)
                 return r;
         r = manager_start_borrowing(m);
+        if (r < 0)
+                return r;
+        r = manager_start_migration(m);
         if (r < 0)
                 return r;
 

@@ -6,6 +6,7 @@
 
 #include "borrow.h"
 #include "host-features.h"
+#include "migrate-job.h"
 #include "slice.h"
 #include "time-util.h"
 #include "tonarid-conf.h"
@@ -35,6 +36,7 @@ typedef struct Manager {
         Features features;
         SliceManager *slices;
         BorrowManager *borrow; /* with slices only */
+        MigrateManager *migrate; /* with slices on cgroup v2 and more than one NUMA node */
         ManagerState state;
         usec_t start_realtime_usec;
         usec_t start_monotonic_usec;
