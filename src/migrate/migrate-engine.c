@@ -239,8 +239,9 @@ static int run_pass(MigrateEngine *e, const MigrateScan *scan, bool first_pass) 
                 r = idle_map_init(&idle, e->page_idle, scan);
                 if (r < 0)
                         return r;
-                /* Let the workload show which pages it uses before the first walk. */
-                if (pause_or_cancel(e, e->config.interval_usec))
+                /* Let the workload show which pages it uses before the first walk: one interval,
+                 * at least MIGRATE_OBSERVE_USEC (a pass over a large hot set takes a while). */
+                if (pause_or_cancel(e, MAX(e->config.interval_usec, (usec_t) MIGRATE_OBSERVE_USEC)))
                         return 0;
         }
         r = migrate_plan_new(policy, scan->n_pages, n, &plan);

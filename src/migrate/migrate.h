@@ -28,6 +28,8 @@
  */
 
 #define MIGRATE_PASSES_MAX 3
+/* How long the engine watches the referenced bits before its first walk (at least one interval). */
+#define MIGRATE_OBSERVE_USEC (1000U * 1000U)
 #define MIGRATE_PAGE_IDLE_PATH "/sys/kernel/mm/page_idle/bitmap"
 
 /* The processes to move, read again at every pass (e.g. a slice's cgroup tree). Called on the engine's thread. */
