@@ -88,7 +88,7 @@ static int read_options(sd_bus_message *m, MigrateDefaults *t, sd_bus_error *err
 int bus_migrate_method_migrate_memory(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         MigrateManager *mm = manager_of(userdata);
         _cleanup_free_ uint8_t *nodes = NULL;
-        _cleanup_free_ char *why = NULL, *list = NULL;
+        _cleanup_free_ char *why = NULL, *list = NULL, *path = NULL;
         MigrateDefaults t;
         size_t n_nodes = 0;
         const char *name;
@@ -131,11 +131,11 @@ int bus_migrate_method_migrate_memory(sd_bus_message *m, void *userdata, sd_bus_
         if (s->state != SLICE_ACTIVE)
                 return sd_bus_error_setf(error, TONARI_ERROR_SLICE_BUSY, "Slice '%s' is being changed; try again.", name);
 
-        r = migrate_job_start(mm, s, nodes, n_nodes, &t, &j, &why);
+        r = migrate_job_start(mm, s, nodes, n_nodes, &t, &path, &why);
         if (r < 0)
                 return sd_bus_error_setf(error, TONARI_ERROR_JOB_FAILED, "Cannot migrate slice '%s' to nodes '%s': %s",
                                          name, list, why ?: strerror(-r));
-        return sd_bus_reply_method_return(m, "o", j->object_path);
+        return sd_bus_reply_method_return(m, "o", path);
 }
 
 static int append_jobs(sd_bus_message *reply, void *userdata) {

@@ -55,9 +55,12 @@ struct MigrateManager {
 const char *job_state_to_string(JobState s) _const_;
 MigrateJob *migrate_manager_find_job(MigrateManager *m, uint32_t id) _pure_;
 MigrateJob *migrate_manager_find_job_by_slice(MigrateManager *m, const char *slice) _pure_;
-/* Starts a job for slice s; on failure a message in *ret_error may say why. */
+/*
+ * Starts a job for slice s and returns its object path (the job may be over already when this
+ * returns, if the backend changed the nodes at once); on failure *ret_error may say why.
+ */
 int migrate_job_start(MigrateManager *m, Slice *s, const uint8_t *target, size_t target_size,
-                      const MigrateDefaults *tunables, MigrateJob **ret, char **ret_error);
+                      const MigrateDefaults *tunables, char **ret_path, char **ret_error);
 void migrate_job_cancel(MigrateJob *j);
 /* The engine's progress now (or at its end). */
 void migrate_job_progress(MigrateJob *j, MigrateProgress *ret);

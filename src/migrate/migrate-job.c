@@ -327,8 +327,9 @@ static int job_new(MigrateManager *m, Slice *s, const uint8_t *target, size_t ta
 }
 
 int migrate_job_start(MigrateManager *m, Slice *s, const uint8_t *target, size_t target_size,
-                      const MigrateDefaults *tunables, MigrateJob **ret, char **ret_error) {
+                      const MigrateDefaults *tunables, char **ret_path, char **ret_error) {
         _cleanup_free_ uint8_t *wide = NULL, *cpus = NULL;
+        _cleanup_free_ char *path = NULL;
         size_t wide_size = 0, n_cpus = 0;
         MigrateJob *j;
         int r;
@@ -348,6 +349,16 @@ int migrate_job_start(MigrateManager *m, Slice *s, const uint8_t *target, size_t
         r = job_new(m, s, target, target_size, tunables, &j);
         if (r < 0)
                 return r;
+        /* The backend may be done at once (cgroupfs) and the job gone before this returns. */
+        path = strdup(j->object_path);
+        if (!path) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_REASON=memory-migration", "TONARI_JOB=%" PRIu32, j->id,
+                   LOG_MESSAGE("Migrating slice '%s' (%s, %" PRIu64 " pages every %" PRIu64 " ms, CPU budget %u%%).",
+                               s->name, migrate_policy_to_string(tunables->policy), tunables->batch_pages,
+                               tunables->interval_usec / 1000, tunables->cpu_budget_percent));
         if (tunables->policy == MIGRATE_EAGER) {
                 /* The kernel moves every page while the new cpuset.mems is written. */
                 j->state = JOB_NARROWING;
@@ -361,12 +372,8 @@ int migrate_job_start(MigrateManager *m, Slice *s, const uint8_t *target, size_t
                 job_free(j);
                 return set_error_message(ret_error, r, "cannot change the slice's nodes: %s", strerror(-r));
         }
-        log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_REASON=memory-migration", "TONARI_JOB=%" PRIu32, j->id,
-                   LOG_MESSAGE("Migrating slice '%s' (%s, %" PRIu64 " pages every %" PRIu64 " ms, CPU budget %u%%).",
-                               s->name, migrate_policy_to_string(tunables->policy), tunables->batch_pages,
-                               tunables->interval_usec / 1000, tunables->cpu_budget_percent));
-        if (ret)
-                *ret = j;
+        if (ret_path)
+                *ret_path = TAKE_PTR(path);
         return 0;
 }
 
