@@ -86,7 +86,7 @@ typedef struct IdleMap {
         int fd;
         uint64_t first_word; /* bitmap word of the lowest frame */
         size_t n_words;
-        uint64_t *marked;    /* right after marking: 1 = tracked and idle */
+        uint64_t *marked;    /* the frames marked idle */
         uint64_t *now;       /* the latest read */
         const MigrateScan *scan;
 } IdleMap;
@@ -113,11 +113,10 @@ static int idle_read(IdleMap *m, uint64_t *into) {
         return 0;
 }
 
-/* Marks every scanned frame idle and remembers which ones the kernel tracks. */
+/* Marks every scanned frame idle. */
 static int idle_map_init(IdleMap *m, const char *path, const MigrateScan *scan) {
         uint64_t lo = UINT64_MAX, hi = 0;
         size_t done = 0;
-        int r;
 
         *m = (IdleMap) { .fd = -EBADF, .scan = scan };
         if (scan->n_pages == 0)
@@ -147,9 +146,11 @@ static int idle_map_init(IdleMap *m, const char *path, const MigrateScan *scan) 
                         return n < 0 ? -errno : -EIO;
                 done += (size_t) n / 8;
         }
-        r = idle_read(m, m->marked);
-        if (r < 0)
-                return r;
+        /*
+         * Not read back at once to learn which frames the kernel tracks: a page in use is touched
+         * again before that read and would look untracked. A frame it ignores (a THP's tail: the
+         * head carries the bit) therefore reads as referenced.
+         */
         memcpy(m->now, m->marked, m->n_words * 8);
         return 0;
 }
@@ -159,7 +160,7 @@ static bool idle_referenced(size_t page, void *userdata) {
         uint64_t pfn = m->scan->pages[page].pfn;
         size_t w = pfn / 64 - m->first_word;
         uint64_t bit = UINT64_C(1) << (pfn % 64);
-        /* Tracked and idle when marked, not idle now: touched since. */
+        /* Marked idle, not idle now: touched since. */
         return (m->marked[w] & bit) && !(m->now[w] & bit);
 }
 

@@ -17,7 +17,7 @@
  *         page's node; pages already on a target node are left out.
  *  idle   /sys/kernel/mm/page_idle/bitmap: every scanned frame is marked idle once, and a page is
  *         "referenced" when its idle bit has been cleared since (a frame the kernel does not track,
- *         e.g. a THP tail, is never referenced).
+ *         e.g. a THP tail, reads as referenced).
  *  move   move_pages(2) through libnuma, n pages per call, one call per process and batch.
  *
  * The engine runs a job to its end on a worker thread (tonarid's event loop stays free): it

@@ -4,7 +4,7 @@
 # TEST-20-migrate: lazy NUMA migration (seed 002) of a real slice from node 0 to node 1 with each
 # policy, through tonarictl slice migrate --wait and through AllowedMemoryNodes=; Cancel() leaves
 # the slice on both nodes; a restart of tonarid resumes an unfinished job; hostile input is refused
-# with the value quoted. The workload (bench/numa-workload, from --with=) allocates 64 MiB, touches
+# with the value quoted. The workload (bench/numa-workload, from --with=) allocates 32 MiB, touches
 # every second page in a loop and reports where its pages are every 100 ms.
 # With the tonari kernel (idle page tracking) Severe and Mild must make the hot half local before
 # the rest; on Debian's kernel they act as Periodical and the job says Referenced=false.
@@ -17,7 +17,7 @@ set -o pipefail
 
 CG=/sys/fs/cgroup/tonari.slice
 WORKLOAD=/usr/local/bin/numa-workload
-MIB=64
+MIB=32
 PAGE_IDLE=0
 [[ -e /sys/kernel/mm/page_idle/bitmap ]] && PAGE_IDLE=1
 
@@ -63,15 +63,16 @@ testcase_install() {
         assert_eq 2 "$(numactl -H | awk '/^available:/ {print $2}')" "NUMA nodes"
 }
 
-# One slice per policy: node 0 → node 1 with 2048 pages every 100 ms (64 MiB: 8 rounds).
+# One slice per policy: node 0 → node 1 with 1024 pages every 100 ms (32 MiB: 8 rounds).
 migrate_with() {
         local policy=$1 start_line job hot all
-        trap 'kill ${wl:-} 2>/dev/null || true; tonarictl slice remove --move-to=rest "m$policy" 2>/dev/null || true' EXIT
+        # shellcheck disable=SC2064 # the slice's name now, the workload's PID when it runs
+        trap "kill \${wl:-} 2>/dev/null || true; tonarictl slice remove --move-to=rest m$policy 2>/dev/null || true" EXIT
         tonarictl slice create rest 2>/dev/null || true
         tonarictl slice create "m$policy" AllowedMemoryNodes=0 AllowedCPUs=0
         start_workload "m$policy"
         start_line=$(wc -l <"$out")
-        tonarictl slice migrate "m$policy" 1 "MemoryMigration=$policy" MigrationBatchPages=2048 \
+        tonarictl slice migrate "m$policy" 1 "MemoryMigration=$policy" MigrationBatchPages=1024 \
                 MigrationIntervalSec=100ms --wait >/var/tmp/job.out
         job=$(awk '{ print $1 }' /var/tmp/job.out)
         assert_eq "done" "$(awk '{ print $2 }' /var/tmp/job.out)" "job result"
@@ -170,7 +171,7 @@ testcase_restart_resumes() {
         tonarictl slice create rest 2>/dev/null || true
         tonarictl slice create mrestart AllowedMemoryNodes=0 AllowedCPUs=0
         start_workload mrestart
-        tonarictl slice migrate mrestart 1 MemoryMigration=mild MigrationBatchPages=2048 MigrationIntervalSec=1s
+        tonarictl slice migrate mrestart 1 MemoryMigration=mild MigrationBatchPages=1024 MigrationIntervalSec=1s
         sleep 2.5
         assert_eq 1 "$(find /run/tonari/migrate -name 'mrestart.job' | wc -l)"
         systemctl restart tonarid.service
