@@ -13,7 +13,7 @@
 # usage: numa-migrate-guest.sh --workload=PATH [--mib=M] [--reps=R] [--n-loc=N] [--ns=N,N,...] [--interval-ms=T]
 set -eu
 
-WL= MIB=256 REPS=3 NLOC=4096 NS=1024,4096,16384,65536 TMS=100
+WL= MIB=32 REPS=3 NLOC=1024 NS=256,1024,4096 TMS=100
 for a in "$@"; do
         case $a in
         --workload=*) WL=${a#*=} ;;
