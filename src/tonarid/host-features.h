@@ -19,6 +19,7 @@ typedef enum FeatureId {
         FEATURE_SLICES,    /* tonari's slices, and which backend realizes them (set by the manager) */
         FEATURE_CPU_BORROWING, /* charging helpers' CPU time to slices, and how it is enforced */
         FEATURE_KERNEL_BORROWING, /* the kernel's cpu.cfs_borrowing_us (tonari's kernel/patches) */
+        FEATURE_MEMORY_MIGRATION, /* lazy NUMA migration jobs, and where referenced bits come from */
         _FEATURE_MAX,
 } FeatureId;
 

@@ -290,17 +290,18 @@ static int manager_start_migration(Manager *m) {
         int r;
 
         if (!m->slices)
-                return 0;
-        if (m->features.cgroup_mode != CGROUP_MODE_UNIFIED) {
-                log_debug("Lazy memory migration needs cgroup v2 slices, not offering it.");
-                return 0;
-        }
+                return features_set(&m->features, FEATURE_MEMORY_MIGRATION, false, "needs slices");
+        if (m->features.cgroup_mode != CGROUP_MODE_UNIFIED)
+                return features_set(&m->features, FEATURE_MEMORY_MIGRATION, false,
+                                    "needs cgroup v2 slices (cpuset.memory_migrate=0 on v1 is not done yet)");
         (void) snprintf(state_dir, sizeof(state_dir), "%s/migrate", m->config.runtime_directory);
         r = migrate_manager_new(m->event, m->bus, m->slices, state_dir, page_idle ? MIGRATE_PAGE_IDLE_PATH : NULL,
                                 &m->migrate);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up memory migration: %m");
-        return 0;
+        return features_set(&m->features, FEATURE_MEMORY_MIGRATION, true,
+                            page_idle ? "lazy, in userspace; referenced pages first from idle page tracking"
+                                      : "lazy, in userspace; no idle page tracking: severe and mild act as periodical");
 }
 
 static int manager_connect_bus(Manager *m) {
