@@ -7,6 +7,7 @@
 #   LOC POLICY N REP T_MS HOT_PCT ALL_PCT MAX_ITER_US   locality every 100 ms (Fig 9)
 #   SUM POLICY N REP CPU_MS ELAPSED_MS HOT95_MS ALL95_MS STALL_MS BASE_STALL_MS
 #   CPU POLICY N REP CPU_MS                              CPU time of one migration (Fig 8)
+#   BUD POLICY N REP BUDGET_PCT CPU_MS ELAPSED_MS        MigrationCPUBudget= held?
 #
 # eager is migratepages(8) (the kernel's move of every page at once; its user+system time),
 # the others tonari's jobs (the worker thread's CPU time, from the journal).
@@ -38,8 +39,8 @@ at95() {
         awk -v col="$2" -v from="$3" -v t0="$4" 'NR > from && $1 ~ /^[0-9]+$/ && $col >= 95 { print $1 - t0; exit }' "$1"
 }
 
-run() { # policy n interval_ms rep kind(loc|cpu)
-        local policy=$1 n=$2 tms=$3 rep=$4 kind=$5 out=/var/tmp/bench-wl.out fifo=/var/tmp/bench-wl.fifo
+run() { # policy n interval_ms rep kind(loc|cpu|budget) [cpu budget percent]
+        local policy=$1 n=$2 tms=$3 rep=$4 kind=$5 budget=${6:-0} out=/var/tmp/bench-wl.out fifo=/var/tmp/bench-wl.fifo
         local wl from t0 cpu_ms=0 elapsed_ms=0 job id hot95 all95 stall base
         tonarictl slice create bench AllowedMemoryNodes=$([[ $policy == eager ]] && echo 0-1 || echo 0) AllowedCPUs=0
         rm -f "$fifo" "$out"
@@ -63,7 +64,7 @@ run() { # policy n interval_ms rep kind(loc|cpu)
                 tonarictl slice set bench AllowedCPUs=1
         else
                 job=$(tonarictl slice migrate bench 1 "MemoryMigration=$policy" "MigrationBatchPages=$n" \
-                        "MigrationIntervalSec=${tms}ms" --wait 2>/dev/null | awk '{ print $1 }')
+                        "MigrationIntervalSec=${tms}ms" "MigrationCPUBudget=$budget" --wait 2>/dev/null | awk '{ print $1 }')
                 id=${job##*/}
                 cpu_ms=$(( $(field "$id" TONARI_CPU_USEC) / 1000 ))
                 elapsed_ms=$(( $(field "$id" TONARI_ELAPSED_USEC) / 1000 ))
@@ -81,6 +82,8 @@ run() { # policy n interval_ms rep kind(loc|cpu)
                         'NR > from && $1 - t0 <= end && $4 > m { m = $4 } END { printf "%.1f", m / 1000 }' "$out")
                 base=$(awk -v from="$from" 'NR > 2 && NR <= from && $4 > m { m = $4 } END { printf "%.1f", m / 1000 }' "$out")
                 echo "SUM $policy $n $rep $cpu_ms $elapsed_ms ${hot95:--1} ${all95:--1} $stall $base"
+        elif [[ $kind == budget ]]; then
+                echo "BUD $policy $n $rep $budget $cpu_ms $elapsed_ms"
         else
                 echo "CPU $policy $n $rep $cpu_ms"
         fi
@@ -97,4 +100,5 @@ for rep in $(seq "$REPS"); do
                         run "$policy" "$n" 20 "$rep" cpu
                 done
         done
+        run mild "$NLOC" 20 "$rep" budget 10
 done
