@@ -139,6 +139,7 @@ static void job_finish(MigrateJob *j, JobState state, const char *message) {
         log_struct(state == JOB_FAILED ? LOG_WARNING : LOG_INFO, "TONARI_SLICE=%s", j->slice,
                    "TONARI_REASON=memory-migration", "TONARI_JOB=%" PRIu32, j->id,
                    "TONARI_PAGES_MOVED=%" PRIu64, p.pages_moved, "TONARI_PAGES_FAILED=%" PRIu64, p.pages_failed,
+                   "TONARI_PAGES_GONE=%" PRIu64, p.pages_gone,
                    "TONARI_CPU_USEC=%" PRIu64, p.cpu_usec, "TONARI_HOT_PAGES_MOVED=%" PRIu64, p.hot_pages_moved,
                    "TONARI_PAGES_TOTAL=%" PRIu64, p.pages_total, "TONARI_RESULT=%s", job_state_to_string(state),
                    "TONARI_HOT_LOCAL_USEC=%" PRIu64, p.hot_local_usec > p.started_usec ? p.hot_local_usec - p.started_usec : 0,

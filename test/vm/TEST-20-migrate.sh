@@ -189,6 +189,24 @@ testcase_restart_resumes() {
         kill "$wl"
 }
 
+# The slice's process exits in the middle of a job: its pages are counted as gone, the job ends.
+testcase_process_exits() {
+        trap 'kill ${wl:-} 2>/dev/null || true; tonarictl slice remove mexit 2>/dev/null || true' EXIT
+        tonarictl slice create mexit AllowedMemoryNodes=0 AllowedCPUs=0
+        start_workload mexit
+        job=$(tonarictl slice migrate mexit 1 MemoryMigration=mild MigrationBatchPages=512 MigrationIntervalSec=500ms)
+        sleep 3
+        kill "$wl"
+        wait "$wl" || true
+        for _ in $(seq 100); do
+                busctl introspect org.tonari.Manager1 "$job" org.tonari.Job1 >/dev/null 2>&1 || break
+                sleep 0.2
+        done
+        assert_eq done "$(journal_field "${job##*/}" TONARI_RESULT)"
+        assert_ge "$(journal_field "${job##*/}" TONARI_PAGES_GONE)" 1 "pages of the exited process"
+        assert_eq 'ay 1 2' "$(sprop mexit AllowedMemoryNodes)"
+}
+
 testcase_bad_input() {
         trap 'tonarictl slice remove mbad 2>/dev/null || true' EXIT
         tonarictl slice create mbad AllowedMemoryNodes=0
