@@ -4,10 +4,11 @@
 # TEST-03-borrow: CPU borrowing with the systemd backend. A charge shortens the slice's quota in
 # the leaf of its delegated scope and the configured CPUQuota= stays as it was; debt and proxies
 # survive a restart of tonarid; proxies charge a helper's CPU time and go away with it; bad input
-# and unprivileged callers are refused; and the paper's log flood (seed 000, N=2, `yes`) costs the
-# benchmark container < 0.75 of its baseline without borrowing and >= 0.90 with a proxy or with
-# libtonari in the log copier (each the mean of two runs; the full matrix is bench/borrow-logflood).
-# Run: meson test -C build TEST-03-borrow (needs the packages and bench/tonari-logcopy)
+# and unprivileged callers are refused; and in the paper's log flood (seed 000, N=2, `yes` and a
+# bursty flood) a proxy and libtonari charge >= 0.95 of what the log copier runs, and keep the
+# flood slice and its copier together within the slice's quota (the full matrix is
+# bench/borrow-logflood).
+# Run: meson test -C build TEST-03-borrow (needs the packages, bench/tonari-logcopy and tonari-logflood)
 set -eux
 set -o pipefail
 
@@ -230,33 +231,46 @@ testcase_bad_input_and_access() {
         tonarictl slice remove b5
 }
 
+# share CPU0-LINES MODE FIELD: the mean over the runs of FIELD (a share of CPU 0's wall time while
+# sysbench ran) in the CPU0 lines of MODE, x1000.
+share() {
+        sed -n "s/^CPU0 n=2 flood=yes mode=$2 \(.* \)\?$3=\([0-9.]*\).*/\2/p" <<<"$1" |
+                awk '{ s += $1; n++ } END { if (n > 0) printf "%d", 1000 * s / n + 0.5 }'
+}
+
 testcase_log_flood() {
-        # The paper's experiment at N=2 with the heaviest flood (yes): Table 4 and Table 9.
-        local out run mode sum
+        # The paper's experiment at N=2 with its heaviest flood (yes) and with a service's logging
+        # (3 ms of log lines 20 times a second), twice. Everything asserted compares CPU times
+        # measured in the same run inside the guest: events/s of two runs minutes apart moved by
+        # more than the effect under a loaded host (0.64 to 3.03 for one case on 2026-11-27).
+        local out run mode line v none
         for run in 1 2; do
-                out+=$(bash "$A/borrow-logflood-guest.sh" --n=2 --floods=yes --modes=none,proxy,lib --time=10 \
+                out+=$(bash "$A/borrow-logflood-guest.sh" --n=2 --floods=yes,burst3x20 --modes=none,proxy,lib --time=10 \
                         --logcopy="$A/tonari-logcopy")$'\n'
         done
         echo "$out"
-        for mode in none proxy lib; do
-                # The mean of the two runs, x100.
-                sum=$(sed -n "s/^RATIO n=2 flood=yes mode=$mode ratio=//p" <<<"$out" |
-                        awk '{ s += $1; n++ } END { if (n == 2) printf "%d", 50 * s + 0.5 }')
-                if [[ $mode == none ]]; then
-                        assert_le "$sum" 74 "ratio without borrowing (x100)"
-                else
-                        assert_ge "$sum" 90 "ratio with $mode borrowing (x100)"
-                fi
-        done
-        # What was charged covers what the copier spent (its scope's CPU time): 0.98 here with
-        # either way of charging; libtonari's copier charged 0.91-0.95 of it before it measured
-        # without gaps (tonari_charge_switch()).
-        local line ratio
+        # Charge fidelity: what the flood slice was charged against what its copier ran, from
+        # registration until it exited at the end of its input, in every run (0.94-1.00 with the
+        # last sample of an exiting helper and the copier's start-up charged; the scope's whole
+        # CPU time, systemd-run's start-up included, gave 0.41-0.63 for bursty floods).
         while read -r line; do
-                ratio=${line##*charged/copier=}
-                assert_ge "$ratio" 0.95 "charged/copier in: $line"
-        done < <(grep -E '^CHARGE n=2 flood=yes mode=(proxy|lib) ' <<<"$out")
-        assert_eq 4 "$(grep -cE '^CHARGE n=2 flood=yes mode=(proxy|lib) ' <<<"$out")" "CHARGE lines"
+                v=$(sed 's/.* life=\([0-9.]*\) .*/\1/' <<<"$line")
+                assert_ge "$(awk -v v="$v" 'BEGIN { printf "%d", v * 1000 + 0.5 }')" 950 "life-long charged/copier x1000 in: $line"
+        done < <(grep -E '^LIFE n=2 flood=(yes|burst3x20) mode=(proxy|lib) ' <<<"$out")
+        assert_eq 8 "$(grep -cE '^LIFE n=2 flood=(yes|burst3x20) mode=(proxy|lib) ' <<<"$out")" "LIFE lines"
+        # What borrowing is for: the flood slice and its copier together stay within the slice's
+        # quota (0.5 of CPU 0; a shortened quota is overrun a little, 0.04-0.09 measured, which
+        # is owed again: 0.45-0.53 in four runs on a loaded host), while without borrowing the
+        # copier's time comes on top; and the victim does not lose by it. Means of the two runs,
+        # shares of CPU 0 x1000.
+        none=$(share "$out" none floods+copiers)
+        for mode in proxy lib; do
+                assert_le "$(share "$out" "$mode" floods+copiers)" 570 "flood slice + copier with $mode borrowing (x1000)"
+                assert_ge "$((none - $(share "$out" "$mode" floods+copiers)))" "$(($(share "$out" none copiers) / 3))" \
+                        "CPU taken back from the flood with $mode borrowing: a third of what the copier ran (x1000)"
+                assert_ge "$(($(share "$out" "$mode" sysbench) + 30))" "$(share "$out" none sysbench)" \
+                        "sysbench's share with $mode borrowing, +0.03, against without (x1000)"
+        done
 }
 
 testcase_no_journal_errors() {
