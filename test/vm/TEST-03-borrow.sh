@@ -5,7 +5,7 @@
 # the leaf of its delegated scope and the configured CPUQuota= stays as it was; debt and proxies
 # survive a restart of tonarid; proxies charge a helper's CPU time and go away with it; bad input
 # and unprivileged callers are refused; and in the paper's log flood (seed 000, N=2, `yes` and a
-# bursty flood) a proxy and libtonari charge >= 0.95 of what the log copier runs, and keep the
+# bursty flood) a proxy and libtonari charge >= 0.95 of what the log copier runs, repay it, and keep the
 # flood slice and its copier together within the slice's quota (the full matrix is
 # bench/borrow-logflood).
 # Run: meson test -C build TEST-03-borrow (needs the packages, bench/tonari-logcopy and tonari-logflood)
@@ -243,7 +243,7 @@ testcase_log_flood() {
         # (3 ms of log lines 20 times a second), twice. Everything asserted compares CPU times
         # measured in the same run inside the guest: events/s of two runs minutes apart moved by
         # more than the effect under a loaded host (0.64 to 3.03 for one case on 2026-11-27).
-        local out run mode line v none
+        local out run mode line v
         for run in 1 2; do
                 out+=$(bash "$A/borrow-logflood-guest.sh" --n=2 --floods=yes,burst3x20 --modes=none,proxy,lib --time=10 \
                         --logcopy="$A/tonari-logcopy")$'\n'
@@ -258,16 +258,17 @@ testcase_log_flood() {
                 assert_ge "$(awk -v v="$v" 'BEGIN { printf "%d", v * 1000 + 0.5 }')" 950 "life-long charged/copier x1000 in: $line"
         done < <(grep -E '^LIFE n=2 flood=(yes|burst3x20) mode=(proxy|lib) ' <<<"$out")
         assert_eq 8 "$(grep -cE '^LIFE n=2 flood=(yes|burst3x20) mode=(proxy|lib) ' <<<"$out")" "LIFE lines"
-        # What borrowing is for: the flood slice and its copier together stay within the slice's
-        # quota (0.5 of CPU 0; a shortened quota is overrun a little, 0.04-0.09 measured, which
-        # is owed again: 0.45-0.53 in four runs on a loaded host), while without borrowing the
-        # copier's time comes on top; and the victim does not lose by it. Means of the two runs,
-        # shares of CPU 0 x1000.
-        none=$(share "$out" none floods+copiers)
+        # What borrowing is for: what was charged is taken from the flood slice's quota (repaid,
+        # which also carries the overrun owed again: 1.1-1.5 times the charge measured), the flood
+        # slice and its copier together stay within the slice's quota (0.5 of CPU 0; a shortened
+        # quota is overrun a little, 0.04-0.09 measured, which is owed again: 0.45-0.53 in four
+        # runs on a loaded host), and the victim does not lose by it. Means of the two runs,
+        # shares of CPU 0 x1000. (How the copier's time splits between the victim and the flood
+        # without borrowing depends on the slices' weights, so it is not asserted.)
         for mode in proxy lib; do
+                assert_ge "$(share "$out" "$mode" repaid)" "$(($(share "$out" "$mode" charged) * 8 / 10))" \
+                        "repaid against charged x0.8 with $mode borrowing (x1000)"
                 assert_le "$(share "$out" "$mode" floods+copiers)" 570 "flood slice + copier with $mode borrowing (x1000)"
-                assert_ge "$((none - $(share "$out" "$mode" floods+copiers)))" "$(($(share "$out" none copiers) / 3))" \
-                        "CPU taken back from the flood with $mode borrowing: a third of what the copier ran (x1000)"
                 assert_ge "$(($(share "$out" "$mode" sysbench) + 30))" "$(share "$out" none sysbench)" \
                         "sysbench's share with $mode borrowing, +0.03, against without (x1000)"
         done
