@@ -315,6 +315,7 @@ testcase_relay_unreachable() {
         start=${EPOCHREALTIME/./}
         for _ in $(seq 10); do
                 call MountImage ssa{sv} test "$t" 0 2>/dev/null && break
+                sleep 0.5
         done
         echo "relay back: mounting works again after $(((${EPOCHREALTIME/./} - start) / 1000)) ms"
         findmnt "$t" >/dev/null

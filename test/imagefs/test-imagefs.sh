@@ -337,6 +337,8 @@ testcase_relay_away() {
         for _ in $(seq 15); do
                 drop_pages "$WORK/away/merged/opt/rand/f3"
                 sha "$WORK/away/merged/opt/rand/f3" >"$WORK/away/f3.sha" 2>/dev/null && break
+                # Within a timeout of the last one that waited in vain, a read fails at once.
+                sleep 1
         done
         assert_eq "$(content_hex opt/rand/f3)" "$(cat "$WORK/away/f3.sha")"
         ms=$(((${EPOCHREALTIME/./} - start) / 1000))

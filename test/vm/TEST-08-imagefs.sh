@@ -132,19 +132,25 @@ testcase_python3() {
 }
 
 # The merged tree of MountImage against the image as umoci unpacked it on the host: every entry's
-# type, mode, owner, size, link target and mtime.
+# type, mode, owner, size (but directories', which depend on the file system), link target and mtime.
+listing() {
+        (cd "$1" && {
+                find . ! -type d -printf '%y %m %U:%G %s %T@ %p -> %l\n'
+                find . -type d -printf '%y %m %U:%G - %T@ %p\n'
+        } | LC_ALL=C sort)
+}
+
 testcase_tree_equals_unpack() {
         local t=$work/tree
         mkdir -p "$t"
         tonarictl image mount base "$t"
-        listing() {
-                (cd "$1" && find . -printf '%y %m %U:%G %s %T@ %p -> %l\n' | LC_ALL=C sort)
-        }
-        diff -u <(listing "$(ctr_rootfs base)") <(listing "$t") >"$work/tree.diff" || {
+        listing "$(ctr_rootfs base)" >"$work/expected.txt"
+        listing "$t" >"$work/got.txt"
+        diff -u "$work/expected.txt" "$work/got.txt" >"$work/tree.diff" || {
                 head -n 40 "$work/tree.diff"
                 return 1
         }
-        assert_ge "$(listing "$t" | wc -l)" 3000 "entries compared"
+        assert_ge "$(wc -l <"$work/got.txt")" 3000 "entries compared"
         cmp "$(ctr_rootfs base)/usr/bin/dpkg" "$t/usr/bin/dpkg"
         tonarictl image unmount "$t"
 }
@@ -166,8 +172,9 @@ testcase_relay_outage() {
         ms=$(((${EPOCHREALTIME/./} - start) / 1000))
         echo "uncached read during the outage: EIO after $ms ms"
         assert_ge "$ms" 4800 "ms until EIO"
-        # The kernel may ask twice (readahead, then the read), each waiting the timeout.
-        assert_le "$ms" 30000 "ms until EIO"
+        # The kernel may ask twice (readahead, then the read), each waiting the timeout; requests
+        # queued behind the first fail at once once it has waited in vain.
+        assert_le "$ms" 15000 "ms until EIO"
         # The relay back: the same read works again, same mount.
         systemctl start tonari-relay.service
         start=${EPOCHREALTIME/./}
