@@ -236,22 +236,12 @@ static int parse_argv(int argc, char *argv[]) {
 
 static int do_introspect(const char *path) {
         _cleanup_free_ char *xml = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
         int r;
 
         r = imagefs_bus_introspect(&xml);
         if (r < 0)
                 return log_error_errno(r, "Failed to generate introspection data: %m");
-        if (streq(path, "-")) {
-                fputs(xml, stdout);
-                return fflush(stdout) == 0 ? 0 : log_error_errno(errno, "Failed to write to stdout: %m");
-        }
-        f = fopen(path, "we");
-        if (!f)
-                return log_error_errno(errno, "Failed to open '%s' for writing: %m", path);
-        if (fputs(xml, f) < 0 || fflush(f) != 0)
-                return log_error_errno(errno, "Failed to write '%s': %m", path);
-        return 0;
+        return bus_introspect_write(xml, path);
 }
 
 /* The service: tonari-imagefs.conf, the command line's overrides, the bus. */

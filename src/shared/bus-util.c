@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -298,5 +299,20 @@ int bus_introspect_add_interface(char **xml, const char *other_xml, const char *
         memcpy(merged + head, start, end - start);
         strcpy(merged + head + (end - start), node_end);
         free_and_replace(*xml, merged);
+        return 0;
+}
+
+int bus_introspect_write(const char *xml, const char *path) {
+        _cleanup_fclose_ FILE *f = NULL;
+
+        if (streq(path, "-")) {
+                fputs(xml, stdout);
+                return fflush(stdout) == 0 ? 0 : log_error_errno(errno, "Failed to write to stdout: %m");
+        }
+        f = fopen(path, "we");
+        if (!f)
+                return log_error_errno(errno, "Failed to open '%s' for writing: %m", path);
+        if (fputs(xml, f) < 0 || fflush(f) != 0)
+                return log_error_errno(errno, "Failed to write '%s': %m", path);
         return 0;
 }

@@ -70,3 +70,6 @@ int bus_introspect(int (*add_objects)(sd_bus *bus, void *userdata), void *userda
  * systemd's --bus-introspect does.
  */
 int bus_introspect_add_interface(char **xml, const char *other_xml, const char *interface);
+
+/* --bus-introspect=PATH: writes xml to PATH, or to stdout for "-"; logs a failure. */
+int bus_introspect_write(const char *xml, const char *path);

@@ -103,7 +103,6 @@ static int add_objects_for_introspection(sd_bus *bus, void *userdata) {
 }
 
 static int do_introspect(const char *path) {
-        _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *xml = NULL, *slice_xml = NULL, *job_xml = NULL;
         int r;
 
@@ -122,18 +121,7 @@ static int do_introspect(const char *path) {
                 r = bus_introspect_add_interface(&xml, job_xml, MIGRATE_JOB_INTERFACE);
         if (r < 0)
                 return log_error_errno(r, "Failed to generate introspection data: %m");
-
-        if (streq(path, "-")) {
-                fputs(xml, stdout);
-                return fflush(stdout) == 0 ? 0 : log_error_errno(errno, "Failed to write to stdout: %m");
-        }
-
-        f = fopen(path, "we");
-        if (!f)
-                return log_error_errno(errno, "Failed to open '%s' for writing: %m", path);
-        if (fputs(xml, f) < 0 || fflush(f) != 0)
-                return log_error_errno(errno, "Failed to write '%s': %m", path);
-        return 0;
+        return bus_introspect_write(xml, path);
 }
 
 static int run(int argc, char *argv[]) {
