@@ -7,12 +7,14 @@
 #include "imagefs-fd-protocol.h"
 #include "imagefs-fd.h"
 #include "log.h"
+#include "parse-util.h"
 #include "string-util.h"
 
 #define STATE_DIRECTORY_DEFAULT "/run/tonari-imagefs/fd"
 
 static const char *arg_socket = IMAGEFS_FD_SOCKET_DEFAULT;
 static const char *arg_state_directory = STATE_DIRECTORY_DEFAULT;
+static usec_t arg_worker_timeout_usec = FORWARDER_WORKER_TIMEOUT_DEFAULT_USEC;
 
 static void help(void) {
         printf("%s [OPTIONS...]\n"
@@ -25,6 +27,8 @@ static void help(void) {
                "     --socket=PATH          Where workers connect (default " IMAGEFS_FD_SOCKET_DEFAULT ")\n"
                "     --state-directory=PATH A file per mount, for a restart of the forwarder\n"
                "                            (default " STATE_DIRECTORY_DEFAULT ")\n"
+               "     --worker-timeout=SEC   Without a worker this long, requests fail with EIO\n"
+               "                            (default 30s; 0: they wait for one)\n"
                "     --log-level=LEVEL      Log level (default: info)\n",
                program_invocation_short_name);
 }
@@ -34,6 +38,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_VERSION = 0x100,
                 ARG_SOCKET,
                 ARG_STATE_DIRECTORY,
+                ARG_WORKER_TIMEOUT,
                 ARG_LOG_LEVEL,
         };
         static const struct option options[] = {
@@ -41,6 +46,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "socket", required_argument, NULL, ARG_SOCKET },
                 { "state-directory", required_argument, NULL, ARG_STATE_DIRECTORY },
+                { "worker-timeout", required_argument, NULL, ARG_WORKER_TIMEOUT },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 {},
         };
@@ -64,6 +70,11 @@ static int parse_argv(int argc, char *argv[]) {
                                 return log_error_errno(EINVAL, "--state-directory= must be an absolute path, got '%s'.",
                                                        optarg);
                         arg_state_directory = optarg;
+                        break;
+                case ARG_WORKER_TIMEOUT:
+                        r = parse_sec(optarg, &arg_worker_timeout_usec);
+                        if (r < 0)
+                                return log_error_errno(r, "Invalid --worker-timeout= '%s'.", optarg);
                         break;
                 case ARG_LOG_LEVEL:
                         r = log_level_from_string(optarg);
@@ -93,6 +104,7 @@ static int run(int argc, char *argv[]) {
         r = forwarder_new(&(ForwarderConfig) {
                 .socket_path = arg_socket,
                 .state_directory = arg_state_directory,
+                .worker_timeout_usec = arg_worker_timeout_usec,
         }, &f);
         if (r < 0)
                 return r;

@@ -69,7 +69,9 @@ struct FdMount {
         size_t n_pending;
         void *init; /* the kernel's FUSE_INIT, once answered */
         size_t init_size;
-        uint64_t n_requests, n_redispatched, n_attaches;
+        uint64_t n_requests, n_redispatched, n_attaches, n_failed;
+        usec_t detached_usec; /* CLOCK_MONOTONIC when the last worker went; 0 while one is attached */
+        bool failing;         /* no worker for longer than the timeout: requests are answered EIO */
 };
 
 struct Conn {
@@ -92,6 +94,8 @@ struct Forwarder {
         Conn *conns;
         unsigned next_id;
         bool fdstore; /* under systemd: fds go to its fd store */
+        usec_t worker_timeout_usec;
+        sd_event_source *timeout_source;
         uint8_t *buf;
 };
 
@@ -165,6 +169,15 @@ static void conn_free(Conn *c) {
                 free(c);
 }
 
+/* An answer of the forwarder's own: an error. */
+static void answer_error(FdMount *m, uint64_t unique, int error) {
+        struct fuse_out_header out = { .len = sizeof(out), .error = -ERRNO_VALUE(error), .unique = unique };
+
+        (void) write(m->fuse_fd, &out, sizeof(out));
+}
+
+static void forwarder_arm_timeout(Forwarder *f);
+
 /* The worker went away (or another took over): what it had not answered is passed again to the next. */
 static void mount_detach(FdMount *m) {
         Conn *c = m->conn;
@@ -176,6 +189,8 @@ static void mount_detach(FdMount *m) {
         m->conn = NULL;
         c->mount = NULL;
         conn_free(c);
+        m->detached_usec = now(CLOCK_MONOTONIC);
+        forwarder_arm_timeout(m->forwarder);
         for (q = m->head; q; q = next) {
                 next = q->next;
                 if (q->replay || (q->sent && no_reply(q->opcode))) {
@@ -236,8 +251,8 @@ static void mount_ended(FdMount *m) {
 
         log_struct(LOG_INFO,
                    LOG_MESSAGE("%s was unmounted (%" PRIu64 " requests, %" PRIu64 " passed again after %" PRIu64
-                               " attaches).",
-                               m->path, m->n_requests, m->n_redispatched, m->n_attaches),
+                               " attaches, %" PRIu64 " failed without a worker).",
+                               m->path, m->n_requests, m->n_redispatched, m->n_attaches, m->n_failed),
                    "TONARI_MOUNTPOINT=%s", m->path);
         fdstore_remove(m);
         if (p)
@@ -372,6 +387,18 @@ static int on_fuse(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                 }
                 if ((size_t) n < sizeof(struct fuse_in_header))
                         continue;
+                if (m->failing) {
+                        const struct fuse_in_header *in = (const struct fuse_in_header *) f->buf;
+
+                        /* No worker for too long: an error now rather than a hang (never for FUSE_INIT,
+                         * whose failure would end the connection). */
+                        if (!no_reply(in->opcode) && in->opcode != FUSE_INIT) {
+                                answer_error(m, in->unique, EIO);
+                                m->n_failed++;
+                        }
+                        if (in->opcode != FUSE_INIT)
+                                continue;
+                }
                 q = request_new(f->buf, (size_t) n);
                 if (!q) {
                         /* Unanswered and unrecorded: better an error now than a hang. */
@@ -542,6 +569,8 @@ static int handle_attach(Conn *c, const char *path, const char *fsname, const ch
         c->mount = m;
         m->conn = c;
         m->n_attaches++;
+        m->detached_usec = 0;
+        m->failing = false;
         again = m->n_pending;
         if (m->init) {
                 /* The worker's libfuse session wants FUSE_INIT first; the kernel sent it only once. */
@@ -730,6 +759,8 @@ static int adopt_mounts(Forwarder *f) {
                         m->init_size = size - off;
                 }
                 f->next_id = MAX(f->next_id, id + 1);
+                /* No worker yet: the timeout counts from now. */
+                m->detached_usec = now(CLOCK_MONOTONIC);
                 /* 6.9+: what the previous forwarder held comes again. 6.1 refuses the notification. */
                 r = write(fd, &resend, sizeof(resend)) < 0 ? -errno : 0;
                 log_struct(LOG_INFO,
@@ -739,6 +770,68 @@ static int adopt_mounts(Forwarder *f) {
                            "TONARI_MOUNTPOINT=%s", path);
         }
         return 0;
+}
+
+/* No worker came back for a mount within the timeout: its waiting requests fail with EIO, and so do new
+ * ones until a worker attaches (a worker that cannot start, e.g. without its relay, must not make
+ * readers hang for good). */
+static int on_worker_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Forwarder *f = userdata;
+        usec_t t = now(CLOCK_MONOTONIC);
+
+        for (size_t i = 0; i < f->n_mounts; i++) {
+                FdMount *m = f->mounts[i];
+                Request *q, *next;
+                size_t failed = 0;
+
+                if (m->conn || m->failing || m->detached_usec == 0 || t < m->detached_usec + f->worker_timeout_usec)
+                        continue;
+                m->failing = true;
+                for (q = m->head; q; q = next) {
+                        next = q->next;
+                        if (q->replay || q->opcode == FUSE_INIT)
+                                continue;
+                        if (!no_reply(q->opcode)) {
+                                answer_error(m, q->unique, EIO);
+                                failed++;
+                        }
+                        request_unlink(m, q);
+                        free(q);
+                }
+                m->n_failed += failed;
+                log_struct(LOG_WARNING,
+                           LOG_MESSAGE("No worker for %s since %" PRIu64 " ms, failing its %zu waiting requests and "
+                                       "new ones with EIO until one attaches.",
+                                       m->path, (t - m->detached_usec) / USEC_PER_MSEC, failed),
+                           "TONARI_MOUNTPOINT=%s", m->path);
+        }
+        forwarder_arm_timeout(f);
+        return 0;
+}
+
+static void forwarder_arm_timeout(Forwarder *f) {
+        usec_t next = USEC_INFINITY;
+        int r;
+
+        if (f->worker_timeout_usec == 0 || !f->event)
+                return;
+        for (size_t i = 0; i < f->n_mounts; i++)
+                if (!f->mounts[i]->conn && !f->mounts[i]->failing && f->mounts[i]->detached_usec > 0)
+                        next = MIN(next, f->mounts[i]->detached_usec + f->worker_timeout_usec);
+        if (next == USEC_INFINITY) {
+                if (f->timeout_source)
+                        (void) sd_event_source_set_enabled(f->timeout_source, SD_EVENT_OFF);
+                return;
+        }
+        if (!f->timeout_source) {
+                r = sd_event_add_time(f->event, &f->timeout_source, CLOCK_MONOTONIC, next, USEC_PER_MSEC * 10,
+                                      on_worker_timeout, f);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to arm the worker timeout, ignoring: %m");
+                return;
+        }
+        (void) sd_event_source_set_time(f->timeout_source, next);
+        (void) sd_event_source_set_enabled(f->timeout_source, SD_EVENT_ONESHOT);
 }
 
 static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -762,6 +855,7 @@ int forwarder_new(const ForwarderConfig *config, Forwarder **ret) {
                 return log_oom();
         f->listen_fd = -EBADF;
         f->fdstore = getenv("NOTIFY_SOCKET");
+        f->worker_timeout_usec = config->worker_timeout_usec;
         f->socket_path = strdup(config->socket_path);
         f->state_directory = strdup(config->state_directory);
         f->buf = malloc(IMAGEFS_FD_MESSAGE_MAX);
@@ -788,6 +882,7 @@ int forwarder_new(const ForwarderConfig *config, Forwarder **ret) {
         r = adopt_mounts(f);
         if (r < 0)
                 return log_error_errno(r, "Failed to take the stored FUSE connections back: %m");
+        forwarder_arm_timeout(f);
 
         dir = strdup(config->socket_path);
         if (!dir)
@@ -821,6 +916,7 @@ Forwarder *forwarder_free(Forwarder *f) {
         while (f->conns)
                 conn_free(f->conns);
         sd_event_source_disable_unref(f->listen_source);
+        sd_event_source_disable_unref(f->timeout_source);
         safe_close(f->listen_fd);
         sd_event_unref(f->event);
         free(f->socket_path);

@@ -22,7 +22,12 @@ typedef struct Forwarder Forwarder;
 typedef struct ForwarderConfig {
         const char *socket_path;     /* where workers connect */
         const char *state_directory; /* one file per mount, to take mounts back from the fd store */
+        usec_t worker_timeout_usec;  /* no worker this long: requests fail with EIO; 0: they wait */
 } ForwarderConfig;
+
+/* --worker-timeout=: as long as tonari-imagefs's ReadTimeoutSec= default; a restart takes well under
+ * a second, so only a worker that cannot start (no relay for its ToCs, a crash loop) reaches it. */
+#define FORWARDER_WORKER_TIMEOUT_DEFAULT_USEC (30 * USEC_PER_SEC)
 
 int forwarder_new(const ForwarderConfig *config, Forwarder **ret);
 Forwarder *forwarder_free(Forwarder *f);

@@ -98,8 +98,12 @@ mapfile -t LAYERS < <(ctl --json=short image show test | python3 -c 'import json
 
 FD_SOCKET=$WORK/fd.sock
 start_forwarder() {
+        start_forwarder_with
+}
+start_forwarder_with() {
         # Not under systemd (no NOTIFY_SOCKET): no fd store; the forwarder unmounts when it exits.
-        env -u NOTIFY_SOCKET "$IMAGEFS_FD" --socket="$FD_SOCKET" --state-directory="$WORK/fd-state" \
+        : >"$WORK/fd.log"
+        env -u NOTIFY_SOCKET "$IMAGEFS_FD" --socket="$FD_SOCKET" --state-directory="$WORK/fd-state" "$@" \
                 >>"$WORK/fd.log" 2>&1 &
         echo $! >"$WORK/fd.pid"
         for _ in $(seq 100); do
@@ -256,6 +260,7 @@ testcase_forwarder_restart() {
                 lower+=${lower:+:}$WORK/l$i
         done
         mkdir -p "$WORK/merged" "$WORK/progress"
+        echo "$WORK/merged" >>"$WORK/mounts"
         rm -f "$WORK/stop" "$WORK/progress/"*
         mount -t overlay overlay -o "ro,lowerdir=$lower" "$WORK/merged"
         python3 "$here/restart-readers.py" "$READERS" "$WORK/merged" "$EXPECTED" "$WORK/stop" "$WORK/progress" \
@@ -293,6 +298,40 @@ testcase_forwarder_restart() {
         # Stopping for good (as systemctl stop): the store is closed, the connections end.
         stop_pid_file "$WORK/sup.pid"
         unmount_all
+}
+
+# A worker that does not come back (here: none started again) must not make readers hang for good:
+# after --worker-timeout= the waiting request and new ones fail with EIO; a worker that attaches later
+# serves again. The mounts can be unmounted meanwhile.
+testcase_no_worker() {
+        local start ms out rc
+        trap 'stop_pid_file "$WORK/imagefs.pid"; stop_pid_file "$WORK/fd.pid"' EXIT
+        start_forwarder_with --worker-timeout=2s
+        start_worker
+        wait_attached "${#LAYERS[@]}"
+        stat "$WORK/l1/etc" >/dev/null
+        # The timeout counts from the moment the worker went.
+        start=${EPOCHREALTIME/./}
+        stop_pid_file "$WORK/imagefs.pid"
+        rc=0
+        out=$(stat "$WORK/l1/never-looked-up-$RANDOM" 2>&1) || rc=$?
+        ms=$(((${EPOCHREALTIME/./} - start) / 1000))
+        assert_eq 1 "$rc" "stat without a worker"
+        assert_match "Input/output error" "$out"
+        assert_ge "$ms" 1900 "ms until EIO"
+        assert_le "$ms" 10000 "ms until EIO"
+        assert_match "No worker for $WORK/l1 since [0-9]+ ms, failing its 1 waiting requests" "$(cat "$WORK/fd.log")"
+        # Now at once.
+        start=${EPOCHREALTIME/./}
+        assert_rc 1 stat "$WORK/l1/never-looked-up-either"
+        assert_le $(((${EPOCHREALTIME/./} - start) / 1000)) 1000 "ms until EIO while failing"
+        # A worker again: answers again.
+        start_worker
+        wait_attached $((2 * ${#LAYERS[@]}))
+        assert_rc_match 1 "No such file or directory" stat "$WORK/l1/still-not-there"
+        stat "$WORK/l1/etc" >/dev/null
+        stop_pid_file "$WORK/imagefs.pid"
+        stop_pid_file "$WORK/fd.pid"
 }
 
 testcase_refusals() {
