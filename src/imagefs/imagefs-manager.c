@@ -2,38 +2,9 @@
 /*
  * tonari-imagefs's manager (see imagefs-manager.h).
  *
- * Restart survival on Linux 6.1 — the design proposed for the next step (not implemented here):
- *
- * A FUSE mount lives as long as someone holds its /dev/fuse connection, not as long as the process
- * that mounted it. The problem is the requests in flight: a request the kernel handed to a daemon
- * (read(2) on /dev/fuse returned it) is answered by that daemon or never; the kernel resends
- * unanswered requests only from 6.9 on (FUSE_NOTIFY_RESEND), and 6.1 has no way to ask again. A
- * daemon that dies with a lookup in hand leaves a process in D state forever (or until the connection
- * is aborted, which kills the mount). So the process that reads /dev/fuse must outlive upgrades:
- *
- *   tonari-imagefs-fd  a small long-lived process per node (hundreds of lines, rarely changed, no gRPC,
- *                      no ToC parsing): it opens /dev/fuse and mounts for each layer (or receives the
- *                      connection fds from systemd's fd store, FDSTORE=1 with FDNAME=layer digest, after
- *                      its own restart), reads requests, keeps each one in a table by its unique id
- *                      until a reply for that id came back, and passes them over a SOCK_SEQPACKET socket
- *                      to the worker; replies travel the other way and are written to /dev/fuse;
- *   tonari-imagefs     the worker (everything in this folder: ToCs, cache, relay client): restartable
- *                      at any time. On restart it connects to tonari-imagefs-fd, gets the list of
- *                      mounts (layer, relay, ToC digest, mode) and the table of unanswered requests,
- *                      and the forwarder re-dispatches those to it. Lookups are idempotent (entry
- *                      numbers are stable), so answering a request twice is impossible and answering it
- *                      late is harmless. FUSE_INIT is answered once by the forwarder and its negotiated
- *                      capabilities are handed to each worker generation.
- *
- * State a worker rebuilds from nothing: ToCs (fetched again, or kept in a memfd that the forwarder
- * holds and hands over: no network needed), the cache (its directory; contents are verified again on
- * first use anyway), counters (lost, or kept by the forwarder). Open file handles are the forwarder's
- * numbers, mapped to (inode, digest) in its table, so a new worker opens its cache entries lazily.
- * The forwarder itself is kept in systemd's fd store too (FileDescriptorStoreMax=, the /dev/fuse fds
- * and the socket), so even it can be restarted, with the one caveat that requests it had read but not
- * yet passed on are lost: its loop therefore never blocks between read(2) and recording a request.
- * On 6.9+ the forwarder becomes optional: the worker holds the fds in the fd store and asks the kernel
- * to resend with FUSE_NOTIFY_RESEND after a restart.
+ * Restart survival: with a forwarder (tonari-imagefs-fd, imagefs-fd.c, config->forwarder) the mounts
+ * and their /dev/fuse connections belong to it; this process serves them and can restart or crash at
+ * any time (docs/ARCHITECTURE.md, "Restart survival").
  */
 #include <assert.h>
 #include <errno.h>
