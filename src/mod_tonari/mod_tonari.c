@@ -310,7 +310,7 @@ static const char *cmd_domain_map(cmd_parms *cmd, void *dummy, const char *path)
                 if (!kept || domain_map_parse(kept, strlen(kept), find_domain, main_conf, &m, NULL, NULL) < 0)
                         return apr_psprintf(cmd->pool, "Bad map %s", why);
                 ap_log_error(APLOG_MARK, APLOG_ERR, 0, cmd->server,
-                             "mod_tonari: bad map %s; keeping the map loaded before (%zu hosts)", why,
+                             "mod_tonari: bad map %s; keeping the map loaded before (%" APR_SIZE_T_FMT " hosts)", why,
                              domain_map_size(m));
         } else
                 keep_map_text(cmd->server->process, text, size);
@@ -483,7 +483,7 @@ static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *p
         }
         c->enabled = 1;
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                     "mod_tonari: %d domains in '%s' (%s), %zu hosts mapped%s%s", c->domains->nelts, root,
+                     "mod_tonari: %d domains in '%s' (%s), %" APR_SIZE_T_FMT " hosts mapped%s%s", c->domains->nelts, root,
                      c->threaded ? "threads move" : "processes move", domain_map_size(c->map),
                      c->map_path ? " from " : "", c->map_path ? c->map_path : "");
         return OK;

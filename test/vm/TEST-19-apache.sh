@@ -223,7 +223,8 @@ remount_cgroup2() {
 }
 
 testcase_move_cost() {
-        local root=/sys/fs/cgroup/tonari-movecost out
+        local out
+        root=/sys/fs/cgroup/tonari-movecost
         trap 'for d in movecost _home ""; do rmdir "$root/$d" 2>/dev/null || true; done; remount_cgroup2 plain' EXIT
         echo "+cpu +io +pids" >/sys/fs/cgroup/cgroup.subtree_control
         for mode in plain favordynmods; do
