@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,15 +101,12 @@ typedef struct RequestState {
         int domain;        /* index, or DOMAIN_UNSET when in none */
         pid_t tid;         /* the thread (or process) that entered */
         int counted;       /* holds one of conf->active[domain] */
-        int io_fd;         /* /proc/thread-self/io in threaded MPMs, else -1 (the process's is used) */
         uint64_t cpu_start_nsec;
         uint64_t children_start_usec;
         uint64_t io_start_bytes;
 } RequestState;
 
 static ServerConf *main_conf = NULL;
-/* Per child process: /proc/self/io, opened in child_init (prefork's per-request I/O). */
-static int process_io_fd = -1;
 /* Logged once per process. */
 static int enter_failure_logged = 0;
 
@@ -489,14 +485,6 @@ static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *p
         return OK;
 }
 
-static void tonari_child_init(apr_pool_t *p, server_rec *s) {
-        ServerConf *c = ap_get_module_config(s->module_config, &tonari_module);
-
-        (void) p;
-        if (c->enabled && !c->threaded)
-                process_io_fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
-}
-
 static uint64_t thread_cpu_nsec(void) {
         struct timespec ts;
 
@@ -509,40 +497,27 @@ static uint64_t timeval_usec(const struct timeval *tv) {
         return (uint64_t) tv->tv_sec * 1000000u + (uint64_t) tv->tv_usec;
 }
 
-static uint64_t children_cpu_usec(void) {
+/* The CPU time (µs) and storage I/O (bytes) of the children reaped so far and of this process
+ * (prefork), or of this thread (threaded MPMs). getrusage()'s block counts are the kernel's
+ * read_bytes and write_bytes (what io.max limits) in 512-byte units; /proc/self/io cannot be read
+ * once Apache dropped its privileges (the process is no longer dumpable, its /proc files root's). */
+static void usage_now(int threaded, uint64_t *ret_children_cpu_usec, uint64_t *ret_io_bytes) {
         struct rusage ru;
+        uint64_t blocks = 0;
 
-        if (getrusage(RUSAGE_CHILDREN, &ru) < 0)
-                return 0;
-        return timeval_usec(&ru.ru_utime) + timeval_usec(&ru.ru_stime);
-}
-
-/* read_bytes + write_bytes of a /proc/.../io file open at fd (storage I/O, what io.max limits). */
-static uint64_t io_bytes_fd(int fd) {
-        char buf[512], *p;
-        uint64_t sum = 0;
-        ssize_t n;
-
-        if (fd < 0)
-                return 0;
-        n = pread(fd, buf, sizeof(buf) - 1, 0);
-        if (n <= 0)
-                return 0;
-        buf[n] = 0;
-        if ((p = strstr(buf, "\nread_bytes: ")))
-                sum += strtoull(p + 13, NULL, 10);
-        if ((p = strstr(buf, "\nwrite_bytes: ")))
-                sum += strtoull(p + 14, NULL, 10);
-        return sum;
-}
-
-static uint64_t io_bytes_path(const char *path) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        uint64_t v = io_bytes_fd(fd);
-
-        if (fd >= 0)
-                close(fd);
-        return v;
+        *ret_children_cpu_usec = 0;
+        if (threaded) {
+                if (getrusage(RUSAGE_THREAD, &ru) == 0)
+                        blocks = (uint64_t) ru.ru_inblock + (uint64_t) ru.ru_oublock;
+        } else {
+                if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+                        *ret_children_cpu_usec = timeval_usec(&ru.ru_utime) + timeval_usec(&ru.ru_stime);
+                        blocks = (uint64_t) ru.ru_inblock + (uint64_t) ru.ru_oublock;
+                }
+                if (getrusage(RUSAGE_SELF, &ru) == 0)
+                        blocks += (uint64_t) ru.ru_inblock + (uint64_t) ru.ru_oublock;
+        }
+        *ret_io_bytes = blocks * 512;
 }
 
 /* Milliseconds. How long the end of a request waits for its CGI program to become a zombie after
@@ -551,32 +526,29 @@ static uint64_t io_bytes_path(const char *path) {
  * request this much once. */
 #define CHILD_EXIT_WAIT_MSEC 20
 
-/* A CGI program that has exited but is not reaped yet (mod_cgi reaps after the request's log
- * line): its CPU time and I/O, without reaping it. */
-static void unreaped_child(uint64_t *cpu_usec, uint64_t *io_bytes) {
-        siginfo_t si;
-        struct rusage ru;
-        char path[64];
+/* Reaps the children (CGI programs) that exited, so that their CPU time and I/O count for this
+ * request: the kernel adds them to RUSAGE_CHILDREN and /proc/self/io when a child is reaped, and
+ * mod_cgi reaps only after the log line is written (its apr_proc_wait() then sees ECHILD and
+ * counts the program as done). A zombie's /proc/PID/io is root's, so it cannot be read instead. */
+static void reap_children(void) {
+        for (int i = 0;;) {
+                siginfo_t si;
 
-        for (int i = 0;; i++) {
                 memset(&si, 0, sizeof(si));
-                /* ECHILD: no children at all. */
-                if (syscall(SYS_waitid, P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, &ru) < 0)
+                /* ECHILD: no children (left). */
+                if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG) < 0)
                         return;
                 if (si.si_pid > 0)
-                        break;
-                if (i >= CHILD_EXIT_WAIT_MSEC)
+                        continue;
+                if (i++ >= CHILD_EXIT_WAIT_MSEC)
                         return;
                 usleep(1000);
         }
-        *cpu_usec += timeval_usec(&ru.ru_utime) + timeval_usec(&ru.ru_stime);
-        snprintf(path, sizeof(path), "/proc/%d/io", (int) si.si_pid);
-        *io_bytes += io_bytes_path(path);
 }
 
 static void request_leave(RequestState *st, request_rec *log_r) {
         DomainConf *d;
-        uint64_t cpu_usec, io_bytes;
+        uint64_t cpu_usec, io_bytes, children_usec;
         int r;
 
         if (st->domain < 0)
@@ -584,13 +556,11 @@ static void request_leave(RequestState *st, request_rec *log_r) {
         d = &APR_ARRAY_IDX(st->conf->domains, st->domain, DomainConf);
 
         cpu_usec = (thread_cpu_nsec() - st->cpu_start_nsec) / 1000;
-        if (st->io_fd >= 0)
-                io_bytes = io_bytes_fd(st->io_fd) - st->io_start_bytes;
-        else {
-                io_bytes = io_bytes_fd(process_io_fd) - st->io_start_bytes;
-                cpu_usec += children_cpu_usec() - st->children_start_usec;
-                unreaped_child(&cpu_usec, &io_bytes);
-        }
+        if (!st->conf->threaded)
+                reap_children();
+        usage_now(st->conf->threaded, &children_usec, &io_bytes);
+        cpu_usec += children_usec - st->children_start_usec;
+        io_bytes -= st->io_start_bytes;
 
         if (gettid() == st->tid)
                 r = tonari_domain_leave(d->domain);
@@ -602,9 +572,6 @@ static void request_leave(RequestState *st, request_rec *log_r) {
         if (st->counted)
                 __atomic_sub_fetch(&st->conf->active[st->domain], 1, __ATOMIC_RELAXED);
         st->counted = 0;
-        if (st->io_fd >= 0)
-                close(st->io_fd);
-        st->io_fd = -1;
 
         if (log_r) {
                 const char *cpu = apr_psprintf(st->r->pool, "%" PRIu64, cpu_usec);
@@ -642,7 +609,6 @@ static int request_enter(request_rec *r, ServerConf *c, int i) {
                 st->r = r;
                 st->conf = c;
                 st->domain = DOMAIN_UNSET;
-                st->io_fd = -1;
                 ap_set_module_config(r->request_config, &tonari_module, st);
                 apr_pool_cleanup_register(r->pool, st, request_cleanup, apr_pool_cleanup_null);
                 ap_add_output_filter(LEAVE_FILTER, st, r, r->connection);
@@ -663,22 +629,13 @@ static int request_enter(request_rec *r, ServerConf *c, int i) {
 
         st->tid = gettid();
         st->cpu_start_nsec = thread_cpu_nsec();
-        if (c->threaded) {
-                st->io_fd = open("/proc/thread-self/io", O_RDONLY | O_CLOEXEC);
-                st->io_start_bytes = io_bytes_fd(st->io_fd);
-        } else {
-                st->children_start_usec = children_cpu_usec();
-                st->io_start_bytes = io_bytes_fd(process_io_fd);
-        }
+        usage_now(c->threaded, &st->children_start_usec, &st->io_start_bytes);
 
         r2 = tonari_domain_enter(d->domain);
         if (r2 < 0) {
                 if (st->counted)
                         __atomic_sub_fetch(&c->active[i], 1, __ATOMIC_RELAXED);
                 st->counted = 0;
-                if (st->io_fd >= 0)
-                        close(st->io_fd);
-                st->io_fd = -1;
                 if (r2 == -EAGAIN) {
                         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
                                       "mod_tonari: domain '%s' is at its TasksMax=, refusing", d->name);
@@ -752,7 +709,6 @@ static apr_status_t leave_filter(ap_filter_t *f, apr_bucket_brigade *bb) {
 static void register_hooks(apr_pool_t *p) {
         (void) p;
         ap_hook_post_config(tonari_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-        ap_hook_child_init(tonari_child_init, NULL, NULL, APR_HOOK_MIDDLE);
         ap_hook_post_read_request(tonari_post_read_request, NULL, NULL, APR_HOOK_FIRST);
         ap_hook_fixups(tonari_fixups, NULL, NULL, APR_HOOK_FIRST);
         ap_register_output_filter(LEAVE_FILTER, leave_filter, NULL, AP_FTYPE_PROTOCOL);
