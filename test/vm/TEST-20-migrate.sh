@@ -27,7 +27,7 @@ sprop() {
 
 # Starts the workload in slice $1 on node 0 (its nodes and CPUs must be 0); sets $wl and $out.
 start_workload() {
-        local slice=$1 seconds=${2:-120}
+        local slice=$1 seconds=${2:-900}
         out=/var/tmp/wl-$slice.out
         rm -f /var/tmp/wl-$slice.fifo "$out"
         mkfifo /var/tmp/wl-$slice.fifo
@@ -171,7 +171,7 @@ testcase_restart_resumes() {
         tonarictl slice create rest 2>/dev/null || true
         tonarictl slice create mrestart AllowedMemoryNodes=0 AllowedCPUs=0
         start_workload mrestart
-        tonarictl slice migrate mrestart 1 MemoryMigration=mild MigrationBatchPages=1024 MigrationIntervalSec=1s
+        tonarictl slice migrate mrestart 1 MemoryMigration=mild MigrationBatchPages=1024 MigrationIntervalSec=500ms
         sleep 2.5
         assert_eq 1 "$(find /run/tonari/migrate -name 'mrestart.job' | wc -l)"
         systemctl restart tonarid.service
@@ -194,7 +194,7 @@ testcase_process_exits() {
         trap 'kill ${wl:-} 2>/dev/null || true; tonarictl slice remove mexit 2>/dev/null || true' EXIT
         tonarictl slice create mexit AllowedMemoryNodes=0 AllowedCPUs=0
         start_workload mexit
-        job=$(tonarictl slice migrate mexit 1 MemoryMigration=mild MigrationBatchPages=512 MigrationIntervalSec=500ms)
+        job=$(tonarictl slice migrate mexit 1 MemoryMigration=mild MigrationBatchPages=512 MigrationIntervalSec=300ms)
         sleep 3
         kill "$wl"
         wait "$wl" || true
