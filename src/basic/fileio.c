@@ -78,3 +78,36 @@ int read_one_line_file(const char *path, char **ret) {
         *ret = buf;
         return 0;
 }
+
+int write_file_atomic(const char *path, const char *text) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t left = strlen(text);
+        int r = 0;
+
+        tmp = malloc(strlen(path) + 5);
+        if (!tmp)
+                return -ENOMEM;
+        strcpy(stpcpy(tmp, path), ".tmp");
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        for (const char *p = text; left > 0;) {
+                ssize_t n = write(fd, p, left);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        break;
+                }
+                p += n;
+                left -= (size_t) n;
+        }
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(tmp);
+        return r;
+}

@@ -12,3 +12,9 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
 int read_full_file(const char *path, char **ret, size_t *ret_size);
 /* Reads the first line, without its newline. */
 int read_one_line_file(const char *path, char **ret);
+/*
+ * Replaces path with text atomically: written to path.tmp, flushed and renamed over path, so a
+ * crash leaves the old file or the new one, never a part. On failure path is untouched and
+ * path.tmp removed.
+ */
+int write_file_atomic(const char *path, const char *text);

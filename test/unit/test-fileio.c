@@ -53,6 +53,21 @@ START_TEST(test_read_file_too_big) {
 }
 END_TEST
 
+START_TEST(test_write_file_atomic) {
+        _cleanup_free_ char *p = strjoin(test_tmpdir(), "/state"), *tmp = strjoin(test_tmpdir(), "/state.tmp"),
+                            *bad = strjoin(test_tmpdir(), "/missing/state"), *buf = NULL;
+
+        ck_assert_int_eq(write_file_atomic(p, "one\n"), 0);
+        ck_assert_int_eq(write_file_atomic(p, "two\n"), 0);
+        ck_assert_int_eq(read_full_file(p, &buf, NULL), 0);
+        ck_assert_str_eq(buf, "two\n");
+        ck_assert_int_eq(access(tmp, F_OK), -1);
+        /* A directory that does not exist: an error, nothing left behind. */
+        ck_assert_int_eq(write_file_atomic(bad, "x"), -ENOENT);
+        unlink(p);
+}
+END_TEST
+
 START_TEST(test_proc_file) {
         _cleanup_free_ char *buf = NULL;
 
@@ -76,4 +91,4 @@ START_TEST(test_format_bytes) {
 }
 END_TEST
 
-TEST_SUITE("fileio", test_read_files, test_read_file_too_big, test_proc_file, test_format_bytes)
+TEST_SUITE("fileio", test_read_files, test_read_file_too_big, test_write_file_atomic, test_proc_file, test_format_bytes)
