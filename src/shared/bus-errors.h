@@ -21,3 +21,12 @@
 #define TONARI_ERROR_NOT_MOUNTED "org.tonari.Error.NotMounted"
 #define TONARI_ERROR_MOUNT_BUSY "org.tonari.Error.MountBusy"
 #define TONARI_ERROR_MOUNT_FAILED "org.tonari.Error.MountFailed"
+
+/* Hog limiting (RegisterProcesses, UnregisterProcesses, SetHogLimiting). */
+#define TONARI_ERROR_KERNEL_THREAD "org.tonari.Error.KernelThread"
+#define TONARI_ERROR_PROTECTED_PROCESS "org.tonari.Error.ProtectedProcess"
+#define TONARI_ERROR_NOT_YOUR_PROCESS "org.tonari.Error.NotYourProcess"
+#define TONARI_ERROR_ALREADY_REGISTERED "org.tonari.Error.AlreadyRegistered"
+#define TONARI_ERROR_NOT_REGISTERED "org.tonari.Error.NotRegistered"
+#define TONARI_ERROR_NO_TASKSTATS "org.tonari.Error.NoTaskstats"
+#define TONARI_ERROR_HOG_LIMITING_OFF "org.tonari.Error.HogLimitingOff"

@@ -25,6 +25,7 @@ static const char *const feature_table[_FEATURE_MAX] = {
         [FEATURE_CPU_BORROWING] = "cpu-borrowing",
         [FEATURE_KERNEL_BORROWING] = "kernel-borrowing",
         [FEATURE_MEMORY_MIGRATION] = "memory-migration",
+        [FEATURE_HOG_LIMITING] = "hog-limiting",
 };
 
 const char *feature_to_string(FeatureId id) {
@@ -208,6 +209,8 @@ int features_detect(const char *root, Features *ret) {
                 r = features_set(&f, FEATURE_CPU_BORROWING, false, "not set up yet");
         if (r >= 0)
                 r = features_set(&f, FEATURE_MEMORY_MIGRATION, false, "not set up yet");
+        if (r >= 0)
+                r = features_set(&f, FEATURE_HOG_LIMITING, false, "not set up yet");
         if (r < 0)
                 goto fail;
 

@@ -20,6 +20,7 @@ typedef enum FeatureId {
         FEATURE_CPU_BORROWING, /* charging helpers' CPU time to slices, and how it is enforced */
         FEATURE_KERNEL_BORROWING, /* the kernel's cpu.cfs_borrowing_us (tonari's kernel/patches) */
         FEATURE_MEMORY_MIGRATION, /* lazy NUMA migration jobs, and where referenced bits come from */
+        FEATURE_HOG_LIMITING,  /* taskstats usable for hog limiting, or why not (set by the manager) */
         _FEATURE_MAX,
 } FeatureId;
 

@@ -5,6 +5,7 @@
 
 #include "alloc-util.h"
 #include "borrow-bus.h"
+#include "limiter-bus.h"
 #include "bus-util.h"
 #include "log.h"
 #include "manager-bus.h"
@@ -87,6 +88,7 @@ static int append_status(sd_bus_message *reply, void *userdata) {
         Manager *m = userdata;
         struct rusage ru = {};
         BorrowStats stats;
+        LimiterStats hog;
         int r;
 
         /* The daemon's own cost, so operators (and benchmarks) can see what tonari itself uses. */
@@ -119,6 +121,14 @@ static int append_status(sd_bus_message *reply, void *userdata) {
         /* What keeping the ledger durable costs: state file writes and the time spent on them. */
         r = sd_bus_message_append(reply, "{sv}{sv}", "BorrowStateWrites", "t", stats.n_state_writes,
                                   "BorrowStateWriteUSec", "t", stats.state_write_usec);
+        if (r < 0)
+                return r;
+        /* What hog limiting costs: rounds, the time spent in them, its decisions. */
+        limiter_manager_get_stats(m->limiter, &hog);
+        r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}{sv}{sv}", "HogSlices", "u", (uint32_t) hog.n_slices,
+                                  "HogProcesses", "u", (uint32_t) hog.n_processes, "HogRounds", "t", hog.n_rounds,
+                                  "HogWorkUSec", "t", hog.work_usec, "HogLimited", "t", hog.n_limited, "HogReleased",
+                                  "t", hog.n_released);
         if (r < 0)
                 return r;
         r = append_status_entry(reply, "ConfigFiles", "as", append_config_files, m);
@@ -237,6 +247,26 @@ static const sd_bus_vtable manager_vtable[] = {
                                        bus_migrate_method_list_jobs, offsetof(Manager, migrate),
                                        SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("JobRemoved", SD_BUS_ARGS("u", id, "o", job, "s", slice, "s", result), 0),
+        /* Hog limiting (limiter-bus.c), handlers get &Manager.limiter. SetHogLimiting is root-only;
+         * RegisterProcesses and UnregisterProcesses are open in the D-Bus policy and decided per
+         * PID in code (root: any process; others: their own); ListManagedProcesses is read-only. */
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("SetHogLimiting", SD_BUS_ARGS("s", slice, "s", mode, "a(sv)", properties),
+                                       SD_BUS_NO_RESULT, bus_limiter_method_set_hog_limiting,
+                                       offsetof(Manager, limiter), SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("RegisterProcesses", SD_BUS_ARGS("s", slice, "au", pids), SD_BUS_NO_RESULT,
+                                       bus_limiter_method_register, offsetof(Manager, limiter),
+                                       SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("UnregisterProcesses", SD_BUS_ARGS("s", slice, "au", pids), SD_BUS_NO_RESULT,
+                                       bus_limiter_method_unregister, offsetof(Manager, limiter),
+                                       SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS_OFFSET("ListManagedProcesses", SD_BUS_NO_ARGS,
+                                       SD_BUS_RESULT("a(susssdddt)", processes), bus_limiter_method_list_processes,
+                                       offsetof(Manager, limiter), SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("ProcessLimited",
+                                SD_BUS_ARGS("s", slice, "u", pid, "s", class, "s", reason, "d", cpu_percent, "d",
+                                            io_bytes_per_sec),
+                                0),
+        SD_BUS_SIGNAL_WITH_ARGS("ProcessReleased", SD_BUS_ARGS("s", slice, "u", pid, "s", reason), 0),
 
         /* Mutating methods: root only, enforced by the D-Bus policy and again in the handler by
          * bus_verify_privileged(). The UNPRIVILEGED flag only switches off sd-bus's own implicit

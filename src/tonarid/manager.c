@@ -58,6 +58,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
 
         migrate_manager_free(m->migrate); /* stops the engines; their state files stay for the next start */
+        limiter_manager_free(m->limiter); /* leaves processes where they are: a restart adopts them */
         borrow_manager_free(m->borrow); /* first: it lifts its limits through the slices */
         slice_manager_free(m->slices);
         sd_bus_flush_close_unref(m->bus);
@@ -130,6 +131,18 @@ static void borrow_settings(const Manager *m, char *state_file, size_t size, Bor
         };
 }
 
+static void limiter_settings(const Manager *m, char *state_file, size_t size, LimiterSettings *ret) {
+        LimiterParams p = LIMITER_PARAMS_DEFAULT;
+
+        (void) snprintf(state_file, size, "%s/limiter.state", m->config.runtime_directory);
+        p.interval_usec = m->config.hog_interval_usec;
+        p.window_usec = m->config.hog_window_usec;
+        p.io_limit_bytes_per_sec = m->config.hog_io_limit_bytes_per_sec;
+        p.io_hog_bytes_per_sec = MAX(p.io_hog_bytes_per_sec, 2 * p.io_limit_bytes_per_sec);
+        p.cpu_limit_weight = m->config.hog_cpu_weight;
+        *ret = (LimiterSettings) { .defaults = p, .state_file = state_file };
+}
+
 static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         SliceBackendType old_backend = m->config.slice_backend;
@@ -161,6 +174,13 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
 
                         borrow_settings(m, state_file, sizeof(state_file), &settings);
                         (void) borrow_manager_configure(m->borrow, &settings);
+                }
+                if (m->limiter) {
+                        char state_file[PATH_MAX + 32];
+                        LimiterSettings settings;
+
+                        limiter_settings(m, state_file, sizeof(state_file), &settings);
+                        (void) limiter_manager_configure(m->limiter, &settings);
                 }
                 log_info("Reloaded configuration from '%s'.", m->config_path);
                 if (m->bus)
@@ -304,6 +324,29 @@ static int manager_start_migration(Manager *m) {
                                       : "lazy, in userspace; no idle page tracking: severe and mild act as periodical");
 }
 
+/* Hog limiting needs slices and taskstats; without taskstats HogLimiting= is refused and Features
+ * says why. Hog-limited slices come back from the state file and their cgroups. */
+static int manager_start_limiter(Manager *m) {
+        char state_file[PATH_MAX + 32];
+        LimiterSettings settings;
+        const TaskstatsSupport *ts;
+        int r;
+
+        if (!m->slices)
+                return features_set(&m->features, FEATURE_HOG_LIMITING, false, "needs slices");
+        limiter_settings(m, state_file, sizeof(state_file), &settings);
+        r = limiter_manager_new(m->event, m->bus, m->slices, &settings, &m->limiter);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up hog limiting: %m");
+        ts = limiter_manager_support(m->limiter);
+        if (ts->error < 0) {
+                log_warning("Hog limiting is not available: %s.", taskstats_support_to_string(ts));
+                return features_set(&m->features, FEATURE_HOG_LIMITING, false, "%s", taskstats_support_to_string(ts));
+        }
+        return features_set(&m->features, FEATURE_HOG_LIMITING, true, "taskstats version %u, delay accounting %s",
+                            ts->version, ts->delay_accounting ? "on" : "off (kernel.task_delayacct=0)");
+}
+
 static int manager_connect_bus(Manager *m) {
         int r;
 
@@ -327,6 +370,9 @@ static int manager_connect_bus(Manager *m) {
         if (r < 0)
                 return r;
         r = manager_start_migration(m);
+        if (r < 0)
+                return r;
+        r = manager_start_limiter(m);
         if (r < 0)
                 return r;
 

@@ -7,6 +7,7 @@
 #include "borrow.h"
 #include "host-features.h"
 #include "migrate-job.h"
+#include "limiter.h"
 #include "slice.h"
 #include "time-util.h"
 #include "tonarid-conf.h"
@@ -37,6 +38,7 @@ typedef struct Manager {
         SliceManager *slices;
         BorrowManager *borrow; /* with slices only */
         MigrateManager *migrate; /* with slices on cgroup v2 and more than one NUMA node */
+        LimiterManager *limiter; /* with slices only */
         ManagerState state;
         usec_t start_realtime_usec;
         usec_t start_monotonic_usec;

@@ -24,6 +24,11 @@ static const ConfigItem manager_config_table[] = {
         CONFIG_ITEM("Borrow", "RepayPerPeriod", config_parse_percent, ManagerConfig, borrow_repay_percent),
         CONFIG_ITEM("Borrow", "AllowUsers", config_parse_user_list, ManagerConfig, borrow_allow_users),
         CONFIG_ITEM("Borrow", "AllowGroups", config_parse_group_list, ManagerConfig, borrow_allow_groups),
+        CONFIG_ITEM("HogLimiting", "MonitorIntervalSec", config_parse_sec, ManagerConfig, hog_interval_usec),
+        CONFIG_ITEM("HogLimiting", "WindowSec", config_parse_sec, ManagerConfig, hog_window_usec),
+        CONFIG_ITEM("HogLimiting", "IOLimitBytesPerSec", config_parse_size, ManagerConfig,
+                    hog_io_limit_bytes_per_sec),
+        CONFIG_ITEM("HogLimiting", "CPUWeight", config_parse_unsigned, ManagerConfig, hog_cpu_weight),
         {},
 };
 
@@ -51,6 +56,19 @@ int manager_config_load(const char *path, ManagerConfig *ret, char ***ret_files)
                                        "%s: [Borrow] RepayPerPeriod=0%%: expected 1%% to 100%% (0%% would never repay "
                                        "a debt).",
                                        path);
+
+        if (c.hog_interval_usec < 100 * USEC_PER_MSEC || c.hog_window_usec < c.hog_interval_usec ||
+            c.hog_window_usec > (LIMITER_HISTORY_MAX - 2) * c.hog_interval_usec || c.hog_cpu_weight > 10000 ||
+            c.hog_io_limit_bytes_per_sec < 1000) {
+                char a[FORMAT_TIMESPAN_MAX], b[FORMAT_TIMESPAN_MAX];
+                return log_error_errno(EINVAL,
+                                       "%s: [HogLimiting] MonitorIntervalSec=%s, WindowSec=%s, CPUWeight=%u, "
+                                       "IOLimitBytesPerSec=%" PRIu64 ": expected an interval of at least 100ms, a "
+                                       "window of 1 to %d intervals, a weight of 1 to 10000 and at least 1000 B/s.",
+                                       path, format_timespan(a, sizeof(a), c.hog_interval_usec, 1),
+                                       format_timespan(b, sizeof(b), c.hog_window_usec, 1), c.hog_cpu_weight,
+                                       c.hog_io_limit_bytes_per_sec, LIMITER_HISTORY_MAX - 2);
+        }
 
         *ret = c;
         if (ret_files)
@@ -88,4 +106,13 @@ void manager_config_dump(const ManagerConfig *c, FILE *f) {
                 format_timespan(b, sizeof(b), c->borrow_max_debt_usec, 1), c->borrow_repay_percent);
         dump_ids(f, "AllowUsers", &c->borrow_allow_users);
         dump_ids(f, "AllowGroups", &c->borrow_allow_groups);
+        fprintf(f,
+                "\n"
+                "[HogLimiting]\n"
+                "MonitorIntervalSec=%s\n"
+                "WindowSec=%s\n"
+                "IOLimitBytesPerSec=%" PRIu64 "\n"
+                "CPUWeight=%u\n",
+                format_timespan(a, sizeof(a), c->hog_interval_usec, 1), format_timespan(b, sizeof(b), c->hog_window_usec, 1),
+                c->hog_io_limit_bytes_per_sec, c->hog_cpu_weight);
 }

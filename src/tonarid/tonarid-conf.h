@@ -7,6 +7,7 @@
 
 #include "borrow-ledger.h"
 #include "conf-parser.h"
+#include "limiter-policy.h"
 #include "log.h"
 #include "slice.h"
 
@@ -26,6 +27,10 @@ typedef struct ManagerConfig {
         unsigned borrow_repay_percent;      /* [Borrow] RepayPerPeriod= */
         ConfigIdList borrow_allow_users;    /* [Borrow] AllowUsers= */
         ConfigIdList borrow_allow_groups;   /* [Borrow] AllowGroups= */
+        usec_t hog_interval_usec;           /* [HogLimiting] MonitorIntervalSec= */
+        usec_t hog_window_usec;             /* [HogLimiting] WindowSec= */
+        uint64_t hog_io_limit_bytes_per_sec; /* [HogLimiting] IOLimitBytesPerSec= */
+        unsigned hog_cpu_weight;            /* [HogLimiting] CPUWeight= */
 } ManagerConfig;
 
 /*
@@ -36,6 +41,8 @@ typedef struct ManagerConfig {
  * the debt it holds). MinQuotaSec=1ms: the smallest CFS quota the kernel takes. MaxDebtSec=10s:
  * see BORROW_MAX_DEBT_DEFAULT_USEC. RepayPerPeriod=50%: half the debt per period damps the swing
  * described in borrow-ledger.h and still clears a debt within a few periods. AllowUsers=/AllowGroups= empty: only root charges.
+ * [HogLimiting]: the seed paper's best settings (see LIMITER_PARAMS_DEFAULT): MonitorIntervalSec=3s (§5.2),
+ * WindowSec=10s (§4), IOLimitBytesPerSec=5000000 (§5.1.1, 5 MB/s), CPUWeight=1 (§5.1.2).
  */
 #define MANAGER_CONFIG_DEFAULTS                                                                        \
         ((ManagerConfig){ .log_level = LOG_INFO,                                                       \
@@ -45,7 +52,11 @@ typedef struct ManagerConfig {
                           .slice_cgroup_root = "/sys/fs/cgroup",                                       \
                           .borrow_min_quota_usec = BORROW_FLOOR_DEFAULT_USEC,                          \
                           .borrow_max_debt_usec = BORROW_MAX_DEBT_DEFAULT_USEC,                        \
-                          .borrow_repay_percent = BORROW_REPAY_DEFAULT_PERCENT })
+                          .borrow_repay_percent = BORROW_REPAY_DEFAULT_PERCENT,                        \
+                          .hog_interval_usec = 3 * USEC_PER_SEC,                                       \
+                          .hog_window_usec = 10 * USEC_PER_SEC,                                        \
+                          .hog_io_limit_bytes_per_sec = 5000000,                                       \
+                          .hog_cpu_weight = 1 })
 
 /*
  * Loads path and the *.conf files in path.d/ over the defaults. On failure *ret is untouched and the error has
