@@ -25,6 +25,7 @@
 #include "tonarictl.h"
 #include "verb-borrow.h"
 #include "verb-imagefs.h"
+#include "verb-hog.h"
 #if TONARICTL_IMAGE
 #include "verb-image.h"
 #endif
@@ -304,6 +305,62 @@ int call_manager_read_only(const char *member, const char *what, sd_bus **ret_bu
         return 0;
 }
 
+/*
+ * The list verbs: member's reply is an array of element; row() reads one element (0 after the last)
+ * into a row of t and into the JSON object o. Printed as --json= says, else as the table, or as
+ * "No <none>." when empty; footer (optional) follows the table with the legend.
+ */
+int print_manager_list(const char *member, const char *what, const char *element, Table *table,
+                      int (*row)(sd_bus_message *reply, Table *t, json_object *o), const char *none,
+                      const char *footer) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(table_freep) Table *t = table;
+        _cleanup_json_ json_object *j = NULL;
+        size_t n = 0;
+        int r;
+
+        r = call_manager_read_only(member, what, &bus, &reply);
+        if (r < 0)
+                return r;
+
+        j = json_object_new_array();
+        if (!t || !j)
+                return log_oom();
+        r = sd_bus_message_enter_container(reply, 'a', element);
+        if (r < 0)
+                return log_parse_error(member, r);
+        for (;; n++) {
+                _cleanup_json_ json_object *o = json_object_new_object();
+
+                if (!o)
+                        return log_oom();
+                r = row(reply, t, o);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r < 0)
+                        return log_parse_error(member, r);
+                if (r == 0)
+                        break;
+                if (json_object_array_add(j, o) < 0)
+                        return log_oom();
+                TAKE_PTR(o);
+        }
+        if (arg_json != JSON_OFF)
+                return print_json(j);
+        if (n == 0) {
+                if (arg_legend)
+                        printf("No %s.\n", none);
+                return 0;
+        }
+        r = table_print(t, stdout, arg_legend);
+        if (r < 0)
+                return log_oom();
+        if (arg_legend && footer)
+                printf("\n%s\n", footer);
+        return 0;
+}
+
 static int verb_status(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -411,6 +468,17 @@ static void help(void) {
                "                         SLICE from now on; prints the proxy ID (root only)\n"
                "  borrow remove-proxy ID Stop charging for a proxy (root only)\n"
                "  borrow proxies         List the proxies and what each has charged\n"
+               "  hog [list]             Processes under hog limiting: class, limit, CPU, I/O,\n"
+               "                         delay, and since when\n"
+               "  hog watch [SECONDS]    The same as a live table (--json: one array per refresh)\n"
+               "  hog set SLICE no|yes|observe [MonitorIntervalSec=TIME] [WindowSec=TIME]\n"
+               "          [IOLimit=BYTES] [CPUWeight=N] [CPUHogPercent=N%%]\n"
+               "                         Switch hog limiting of a slice (root only)\n"
+               "  hog register SLICE PID...\n"
+               "                         Put processes under hog limiting (root: any; users:\n"
+               "                         their own)\n"
+               "  hog unregister SLICE PID...\n"
+               "                         Take them out again\n"
                "\n"
                "Image commands (tonari-relay over gRPC, see --relay=; package tonari-relay):\n"
                "  image pull SOURCE [NAME]\n"
@@ -627,6 +695,7 @@ static const struct {
         { "log-level", verb_log_level },
         { "slice", verb_slice },
         { "borrow", verb_borrow },
+        { "hog", verb_hog },
 #if TONARICTL_IMAGE
         { "image", verb_image },
 #else

@@ -81,3 +81,13 @@ int call_read_only(sd_bus *bus, const char *path, const char *interface, const c
 /* Connects, and calls tonarid's method member without arguments, read-only; a failure is reported as
  * "Failed to <what>". *ret_bus is the connection the reply came on. */
 int call_manager_read_only(const char *member, const char *what, sd_bus **ret_bus, sd_bus_message **ret_reply);
+
+/*
+ * The list verbs: member's reply is an array of element; row() reads one element (0 after the last)
+ * into a row of table (taken over) and into the JSON object o. Printed as --json= says, else as
+ * the table, or as "No <none>." when empty; footer (optional) follows the table.
+ */
+typedef struct Table Table;
+int print_manager_list(const char *member, const char *what, const char *element, Table *table,
+                       int (*row)(sd_bus_message *reply, Table *t, json_object *o), const char *none,
+                       const char *footer);

@@ -21,62 +21,6 @@ static const char *fmt_usec(char buf[static FORMAT_TIMESPAN_MAX], uint64_t u) {
         return format_timespan(buf, FORMAT_TIMESPAN_MAX, u, USEC_PER_MSEC / 10);
 }
 
-/*
- * The list verbs: member's reply is an array of element; row() reads one element (0 after the last)
- * into a row of t and into the JSON object o. Printed as --json= says, else as the table, or as
- * "No <none>." when empty; footer (optional) follows the table with the legend.
- */
-static int print_list(const char *member, const char *what, const char *element, Table *table,
-                      int (*row)(sd_bus_message *reply, Table *t, json_object *o), const char *none,
-                      const char *footer) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(table_freep) Table *t = table;
-        _cleanup_json_ json_object *j = NULL;
-        size_t n = 0;
-        int r;
-
-        r = call_manager_read_only(member, what, &bus, &reply);
-        if (r < 0)
-                return r;
-
-        j = json_object_new_array();
-        if (!t || !j)
-                return log_oom();
-        r = sd_bus_message_enter_container(reply, 'a', element);
-        if (r < 0)
-                return log_parse_error(member, r);
-        for (;; n++) {
-                _cleanup_json_ json_object *o = json_object_new_object();
-
-                if (!o)
-                        return log_oom();
-                r = row(reply, t, o);
-                if (r == -ENOMEM)
-                        return log_oom();
-                if (r < 0)
-                        return log_parse_error(member, r);
-                if (r == 0)
-                        break;
-                if (json_object_array_add(j, o) < 0)
-                        return log_oom();
-                TAKE_PTR(o);
-        }
-        if (arg_json != JSON_OFF)
-                return print_json(j);
-        if (n == 0) {
-                if (arg_legend)
-                        printf("No %s.\n", none);
-                return 0;
-        }
-        r = table_print(t, stdout, arg_legend);
-        if (r < 0)
-                return log_oom();
-        if (arg_legend && footer)
-                printf("\n%s\n", footer);
-        return 0;
-}
-
 /* ListBorrowing() → a(sttttttttttt): name, borrowed, debt, repaid, forgiven, shortened, limit, period,
  * forgiven for the debt cap, for the floor, for overrun, and dropped. */
 static int borrow_row(sd_bus_message *reply, Table *t, json_object *o) {
@@ -124,12 +68,12 @@ static int borrow_list(int argc, char *argv[]) {
         Table *t = table_new(9, "SLICE", "BORROWED", "DEBT", "REPAID", "FORGIVEN", "WHY", "DROPPED", "SHORTENED",
                              "LIMIT");
 
-        return print_list("ListBorrowing", "list borrowing", "(sttttttttttt)", t, borrow_row, "slices",
-                          "FORGIVEN: written off by policy; WHY: the largest reason (debt-cap: charges beyond\n"
-                          "MaxDebtSec=; floor: the quota (MinQuotaSec=) a slice keeps in debt; overrun: a debt\n"
-                          "of overrun alone).\n"
-                          "DROPPED: helper CPU time proxies saw but could not charge.\n"
-                          "LIMIT: the shortened quota per period in force while a slice repays its debt.");
+        return print_manager_list("ListBorrowing", "list borrowing", "(sttttttttttt)", t, borrow_row, "slices",
+                                  "FORGIVEN: written off by policy; WHY: the largest reason (debt-cap: charges beyond\n"
+                                  "MaxDebtSec=; floor: the quota (MinQuotaSec=) a slice keeps in debt; overrun: a debt\n"
+                                  "of overrun alone).\n"
+                                  "DROPPED: helper CPU time proxies saw but could not charge.\n"
+                                  "LIMIT: the shortened quota per period in force while a slice repays its debt.");
 }
 
 static int borrow_charge(int argc, char *argv[]) {
@@ -260,7 +204,7 @@ static int proxy_row(sd_bus_message *reply, Table *t, json_object *o) {
 static int borrow_proxies(int argc, char *argv[]) {
         Table *t = table_new(4, "ID", "SLICE", "CHARGED", "HELPER");
 
-        return print_list("ListProxies", "list proxies", "(usustt)", t, proxy_row, "proxies", NULL);
+        return print_manager_list("ListProxies", "list proxies", "(usustt)", t, proxy_row, "proxies", NULL);
 }
 
 static const SubVerb borrow_verbs[] = {
