@@ -166,6 +166,26 @@ int proc_pid_io(const char *proc, pid_t pid, ProcIO *ret) {
         return proc_io_parse(text, ret);
 }
 
+int proc_schedstat_parse(const char *text, usec_t *ret_run_delay_usec) {
+        unsigned long long on_cpu, run_delay;
+
+        /* "<ns on CPU> <ns runnable waiting for a CPU> <timeslices>" */
+        if (sscanf(text, "%llu %llu", &on_cpu, &run_delay) != 2)
+                return -EBADMSG;
+        *ret_run_delay_usec = (usec_t) run_delay / NSEC_PER_USEC;
+        return 0;
+}
+
+int proc_pid_schedstat(const char *proc, pid_t pid, usec_t *ret_run_delay_usec) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_pid_file(proc, pid, "schedstat", &text);
+        if (r < 0)
+                return r;
+        return proc_schedstat_parse(text, ret_run_delay_usec);
+}
+
 int proc_pid_is_kernel_thread(const char *proc, pid_t pid) {
         ProcStat st;
         int r;

@@ -53,6 +53,14 @@ int proc_io_parse(const char *text, ProcIO *ret);
 /* -ESRCH if the process does not exist; -EACCES without the right to ptrace it. */
 int proc_pid_io(const char *proc, pid_t pid, ProcIO *ret);
 
+/*
+ * /proc/<pid>/schedstat (the process's main thread): the time it spent runnable waiting for a CPU,
+ * which the scheduler counts whether or not delay accounting is on. -ENOENT without
+ * CONFIG_SCHED_INFO.
+ */
+int proc_schedstat_parse(const char *text, usec_t *ret_run_delay_usec);
+int proc_pid_schedstat(const char *proc, pid_t pid, usec_t *ret_run_delay_usec);
+
 /* 1 for a kernel thread (PF_KTHREAD), 0 for a user process, -ESRCH if there is none. */
 int proc_pid_is_kernel_thread(const char *proc, pid_t pid);
 

@@ -155,6 +155,20 @@ START_TEST(test_start_time) {
 }
 END_TEST
 
+START_TEST(test_schedstat) {
+        usec_t d = 4242;
+
+        ck_assert_int_eq(proc_schedstat_parse("2294076 1500999 3\n", &d), 0);
+        ck_assert_uint_eq(d, 1500);
+        ck_assert_int_eq(proc_schedstat_parse("12\n", &d), -EBADMSG);
+        ck_assert_int_eq(proc_schedstat_parse("", &d), -EBADMSG);
+        ck_assert_uint_eq(d, 1500); /* untouched */
+        /* Ours, if the kernel keeps it (CONFIG_SCHED_INFO). */
+        int r = proc_pid_schedstat("/proc", getpid(), &d);
+        ck_assert(r == 0 || r == -ENOENT);
+}
+END_TEST
+
 START_TEST(test_io) {
         ProcIO io = { .rchar = 99 };
 
@@ -236,5 +250,5 @@ START_TEST(test_maps_line) {
 }
 END_TEST
 
-TEST_SUITE("proc-util", test_stat_parse, test_kernel_thread, test_real_proc, test_cgroup_parse,
+TEST_SUITE("proc-util", test_schedstat, test_stat_parse, test_kernel_thread, test_real_proc, test_cgroup_parse,
            test_cgroup_parse_controller, test_start_time, test_io, test_maps_line)
