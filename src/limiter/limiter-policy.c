@@ -26,6 +26,9 @@ typedef struct Point {
         bool have_delays;
         usec_t cpu_delay;
         usec_t blkio_delay;
+        /* Where cpu_delay comes from: 0 nowhere, 1 delay accounting, 2 the scheduler's run delay
+         * (LimiterSample.run_delay_usec); rates only between points of the same source. */
+        uint8_t cpu_delay_source;
 } Point;
 
 typedef struct Rates {
@@ -257,10 +260,11 @@ static double rate_per_sec(uint64_t a, uint64_t b, usec_t dt) {
 static Rates rates_between(const Point *a, const Point *b) {
         usec_t dt = b->t > a->t ? b->t - a->t : 0;
         bool delays = a->have_delays && b->have_delays;
+        bool cpu_delays = a->cpu_delay_source != 0 && a->cpu_delay_source == b->cpu_delay_source;
 
         if (dt == 0)
                 return (Rates) {
-                        .cpu_delay = delays ? 0.0 : NAN,
+                        .cpu_delay = cpu_delays ? 0.0 : NAN,
                         .blkio_delay = delays ? 0.0 : NAN,
                 };
         /* Counters only grow; a delay total that wrapped or was reset reads as 0 for that span. */
@@ -268,7 +272,7 @@ static Rates rates_between(const Point *a, const Point *b) {
                 .cpu = rate_percent(a->cpu, b->cpu, dt),
                 .io_bytes = rate_per_sec(a->io_bytes, b->io_bytes, dt),
                 .io_count = rate_per_sec(a->io_count, b->io_count, dt),
-                .cpu_delay = delays ? rate_percent(a->cpu_delay, b->cpu_delay, dt) : NAN,
+                .cpu_delay = cpu_delays ? rate_percent(a->cpu_delay, b->cpu_delay, dt) : NAN,
                 .blkio_delay = delays ? rate_percent(a->blkio_delay, b->blkio_delay, dt) : NAN,
         };
 }
@@ -301,8 +305,9 @@ static void entry_push(Entry *e, const LimiterSample *s, usec_t window) {
                 .io_bytes = s->io_bytes,
                 .io_count = s->io_count,
                 .have_delays = s->have_delays,
-                .cpu_delay = s->have_delays ? s->cpu_delay_usec : 0,
+                .cpu_delay = s->have_delays ? s->cpu_delay_usec : s->have_run_delay ? s->run_delay_usec : 0,
                 .blkio_delay = s->have_delays ? s->blkio_delay_usec : 0,
+                .cpu_delay_source = s->have_delays ? 1 : s->have_run_delay ? 2 : 0,
         };
         unsigned keep = 0;
 
@@ -323,6 +328,7 @@ static void entry_push(Entry *e, const LimiterSample *s, usec_t window) {
         e->origin = (Point) {
                 .t = s->timestamp_usec > s->elapsed_usec ? s->timestamp_usec - s->elapsed_usec : 0,
                 .have_delays = s->have_delays,
+                .cpu_delay_source = s->have_delays ? 1 : s->have_run_delay ? 2 : 0,
         };
 }
 

@@ -130,6 +130,11 @@ typedef struct LimiterSample {
         bool have_delays;
         usec_t cpu_delay_usec;
         usec_t blkio_delay_usec;
+        /* Without delay accounting: the time spent runnable waiting for a CPU as the scheduler
+         * counts it always (/proc/<pid>/schedstat), the CPU wait then; the block I/O wait stays
+         * unknown. */
+        bool have_run_delay;
+        usec_t run_delay_usec;
         LimiterClass class; /* where the process is now (the cgroup it is in) */
 } LimiterSample;
 
