@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 
 typedef struct Proc {
         pid_t pid;
+        TaskstatsProcess *tp; /* its /proc files held open; NULL when they could not be */
         uint64_t start_ticks;
         char comm[TASKSTATS_COMM_MAX + 1];
         LimiterClass class; /* the cgroup it is in */
@@ -37,6 +39,7 @@ typedef struct Proc {
         usec_t prev_ts, prev_cpu, prev_cpu_delay, prev_blkio_delay;
         uint64_t prev_io;
         bool prev_delays;
+        bool prev_run_delay; /* prev_cpu_delay is the scheduler's run delay */
         double cpu_percent, io_bytes_per_sec, delay_percent;
         usec_t since_realtime_usec;
 } Proc;
@@ -288,11 +291,24 @@ static int save_state(LimiterManager *m) {
 
 /* ---- per-slice state */
 
+static int cmp_proc(const void *a, const void *b) {
+        pid_t x = ((const Proc *) a)->pid, y = ((const Proc *) b)->pid;
+        return x < y ? -1 : x > y;
+}
+
+/* l->procs is sorted by PID after every round. */
 static Proc *find_proc(LimiterSlice *l, pid_t pid) {
-        for (size_t i = 0; i < l->n_procs; i++)
-                if (l->procs[i].pid == pid)
-                        return &l->procs[i];
-        return NULL;
+        Proc key = { .pid = pid };
+
+        if (l->n_procs == 0)
+                return NULL;
+        return bsearch(&key, l->procs, l->n_procs, sizeof(Proc), cmp_proc);
+}
+
+static void procs_free(Proc *procs, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                taskstats_process_close(procs[i].tp);
+        free(procs);
 }
 
 static LimiterSlice *limiter_slice_free(LimiterSlice *l) {
@@ -300,7 +316,7 @@ static LimiterSlice *limiter_slice_free(LimiterSlice *l) {
                 return NULL;
         sd_event_source_disable_unref(l->timer);
         limiter_policy_free(l->policy);
-        free(l->procs);
+        procs_free(l->procs, l->n_procs);
         free(l->group);
         free(l->name);
         return mfree(l);
@@ -453,15 +469,38 @@ static double rate(uint64_t a, uint64_t b, usec_t dt, double scale) {
         return dt > 0 && b >= a ? scale * (double) (b - a) / (double) dt : 0;
 }
 
-/* Collects the processes of the group's children, and samples them. */
-static int sample_slice(LimiterSlice *l, LimiterSample **ret, size_t *ret_n) {
-        LimiterManager *m = l->manager;
-        _cleanup_free_ LimiterSample *samples = NULL;
-        _cleanup_free_ Proc *procs = NULL;
-        size_t n = 0, allocated = 0;
+/*
+ * One sample of pid: through the files the previous round held open, else through newly opened
+ * ones (they fail with ESRCH when the process with that PID is gone, even if another has it now),
+ * else with plain queries (too many open files). A process asleep without CPU or I/O since its
+ * last sample costs two reads, no netlink query (taskstats_process_sample_changed()). *tp is
+ * handed over: the caller keeps it on success.
+ */
+static int sample_one(LimiterManager *m, pid_t pid, TaskstatsProcess **tp, TaskstatsSample *ret) {
         int r;
 
-        adopt_strays(l);
+        if (*tp) {
+                r = taskstats_process_sample_changed(m->ts, *tp, ret);
+                if (r != -ESRCH)
+                        return r;
+                *tp = taskstats_process_close(*tp);
+        }
+        r = taskstats_process_open(m->ts, pid, tp);
+        if (r == -ESRCH)
+                return r;
+        if (r < 0)
+                return taskstats_query_process(m->ts, pid, ret);
+        return taskstats_process_sample_changed(m->ts, *tp, ret);
+}
+
+static int sample_classes(LimiterSlice *l, LimiterSample **samples_p, Proc **procs_p, size_t *n_p,
+                          size_t *allocated_p) {
+        LimiterManager *m = l->manager;
+        LimiterSample *samples = *samples_p;
+        Proc *procs = *procs_p;
+        size_t n = *n_p, allocated = *allocated_p;
+        int r = 0;
+
         for (LimiterClass c = 0; c < _LIMITER_CLASS_MAX; c++) {
                 _cleanup_free_ char *path = NULL;
                 _cleanup_free_ pid_t *pids = NULL;
@@ -469,33 +508,41 @@ static int sample_slice(LimiterSlice *l, LimiterSample **ret, size_t *ret_n) {
 
                 r = child_path(l, limiter_class_to_string(c), &path);
                 if (r < 0)
-                        return r;
+                        goto finish;
                 r = cgroup_get_pids(root_of(m), path, &pids, &k);
                 if (r == -ENOENT)
                         continue;
                 if (r < 0)
-                        return r;
+                        goto finish;
                 if (n + k > allocated) {
                         size_t a = MAX(n + k, 2 * allocated);
                         LimiterSample *ns = reallocarray(samples, a, sizeof(LimiterSample));
-                        if (!ns)
-                                return -ENOMEM;
+                        if (!ns) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
                         samples = ns;
                         Proc *np = reallocarray(procs, a, sizeof(Proc));
-                        if (!np)
-                                return -ENOMEM;
+                        if (!np) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
                         procs = np;
                         allocated = a;
                 }
                 for (size_t i = 0; i < k; i++) {
+                        TaskstatsProcess *tp = NULL;
                         TaskstatsSample s;
                         Proc *old, *p;
 
-                        r = taskstats_query_process(m->ts, pids[i], &s);
-                        if (r < 0)
-                                continue; /* gone meanwhile, or a zombie */
-                        p = &procs[n];
                         old = find_proc(l, pids[i]);
+                        if (old)
+                                tp = TAKE_PTR(old->tp);
+                        if (sample_one(m, pids[i], &tp, &s) < 0) {
+                                taskstats_process_close(tp);
+                                continue; /* gone meanwhile, or a zombie */
+                        }
+                        p = &procs[n];
                         if (old && old->start_ticks == s.start_time_ticks)
                                 *p = *old;
                         else {
@@ -507,6 +554,7 @@ static int sample_slice(LimiterSlice *l, LimiterSample **ret, size_t *ret_n) {
                                         memcpy(p->comm, t.comm, sizeof(p->comm));
                                 p->since_realtime_usec = now(CLOCK_REALTIME);
                         }
+                        p->tp = tp;
                         if (p->class != c)
                                 p->since_realtime_usec = now(CLOCK_REALTIME);
                         p->class = c;
@@ -520,6 +568,8 @@ static int sample_slice(LimiterSlice *l, LimiterSample **ret, size_t *ret_n) {
                                 p->delay_percent = s.have_delays && p->prev_delays
                                                            ? rate(p->prev_cpu_delay + p->prev_blkio_delay,
                                                                   s.cpu_delay_usec + s.blkio_delay_usec, dt, 100.0)
+                                                   : s.have_run_delay && p->prev_run_delay
+                                                           ? rate(p->prev_cpu_delay, s.run_delay_usec, dt, 100.0)
                                                            : NAN;
                         } else
                                 p->delay_percent = NAN;
@@ -528,7 +578,8 @@ static int sample_slice(LimiterSlice *l, LimiterSample **ret, size_t *ret_n) {
                         p->prev_cpu = cpu;
                         p->prev_io = io;
                         p->prev_delays = s.have_delays;
-                        p->prev_cpu_delay = s.cpu_delay_usec;
+                        p->prev_run_delay = !s.have_delays && s.have_run_delay;
+                        p->prev_cpu_delay = s.have_delays ? s.cpu_delay_usec : s.run_delay_usec;
                         p->prev_blkio_delay = s.blkio_delay_usec;
 
                         samples[n] = (LimiterSample) {
@@ -542,14 +593,47 @@ static int sample_slice(LimiterSlice *l, LimiterSample **ret, size_t *ret_n) {
                                 .have_delays = s.have_delays,
                                 .cpu_delay_usec = s.cpu_delay_usec,
                                 .blkio_delay_usec = s.blkio_delay_usec,
+                                .have_run_delay = s.have_run_delay,
+                                .run_delay_usec = s.run_delay_usec,
                                 .class = c,
                         };
+                        /* The policy's input, one line per process and round: at debug level a run
+                         * can be replayed (test/limiter/recorded/). */
+                        log_debug("hog-sample %s %i %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+                                  " %" PRIu64 " %d %" PRIu64 " %" PRIu64 " %s %d %" PRIu64,
+                                  l->name, (int) s.pid, s.start_time_ticks, s.timestamp_usec, s.elapsed_usec,
+                                  (uint64_t) cpu, io, samples[n].io_count, s.have_delays, s.cpu_delay_usec,
+                                  s.blkio_delay_usec, limiter_class_to_string(c), s.have_run_delay,
+                                  s.run_delay_usec);
                         n++;
                 }
         }
 
-        free(l->procs);
-        l->procs = TAKE_PTR(procs);
+        r = 0;
+finish:
+        *samples_p = samples;
+        *procs_p = procs;
+        *n_p = n;
+        *allocated_p = allocated;
+        return r;
+}
+
+/* Collects the processes of the group's children, and samples them. */
+static int sample_slice(LimiterSlice *l, LimiterSample **ret, size_t *ret_n) {
+        _cleanup_free_ LimiterSample *samples = NULL;
+        Proc *procs = NULL;
+        size_t n = 0, allocated = 0;
+        int r;
+
+        adopt_strays(l);
+        r = sample_classes(l, &samples, &procs, &n, &allocated);
+        if (r < 0) {
+                procs_free(procs, n);
+                return r;
+        }
+        qsort(procs, n, sizeof(Proc), cmp_proc);
+        procs_free(l->procs, l->n_procs); /* what the new array did not take over */
+        l->procs = procs;
         l->n_procs = n;
         *ret = TAKE_PTR(samples);
         *ret_n = n;
@@ -568,6 +652,8 @@ static int limiter_slice_round(LimiterSlice *l) {
         if (r < 0)
                 return r;
         read_pressure(l, &pressure);
+        log_debug("hog-round %s %zu %d %.2f %.2f", l->name, n, pressure.valid, pressure.cpu_some_avg10,
+                  pressure.io_some_avg10);
         k = limiter_policy_step(l->policy, samples, n, &pressure, &d);
         if (k < 0)
                 return k;
@@ -607,6 +693,10 @@ static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
                 return 0;
         }
 
+        if (l->cgroup_id == 0 && s->cgroup_id != 0) {
+                l->cgroup_id = s->cgroup_id; /* read once systemd made the slice */
+                (void) save_state(m);
+        }
         (void) taskstats_refresh_delay_accounting(m->ts);
         r = limiter_slice_round(l);
         if (r < 0)
@@ -1059,7 +1149,7 @@ static void load_state(LimiterManager *m) {
                         continue;
                 mode = hog_limiting_mode_from_string(mode_s);
                 s = slice_manager_find(m->slices, name);
-                if (mode <= HOG_LIMITING_NO || !s || (id != 0 && s->cgroup_id != id)) {
+                if (mode <= HOG_LIMITING_NO || !s || (id != 0 && s->cgroup_id != 0 && s->cgroup_id != id)) {
                         log_info("Not adopting hog limiting of slice '%s': the slice is gone.", name);
                         continue;
                 }
@@ -1091,6 +1181,14 @@ int limiter_manager_new(sd_event *event, sd_bus *bus, SliceManager *slices, cons
                 if (!m->state_file)
                         return -ENOMEM;
         }
+        /* Two open files per managed process (TaskstatsProcess): as many as the hard limit allows;
+         * beyond it samples fall back to opening the files each time. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) >= 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
+
         r = find_io_devices(&m->io_devices);
         if (r < 0)
                 log_warning_errno(r, "Cannot list the disks in /sys/block, io-limited will not be limited: %m");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "alloc-util.h"
+#include "fd-util.h"
 #include "fileio.h"
 #include "proc-util.h"
 #include "string-util.h"
@@ -363,7 +364,57 @@ Taskstats *taskstats_free(Taskstats *t) {
         return mfree(t);
 }
 
-static int query(Taskstats *t, int attr, pid_t pid, bool with_proc_io, TaskstatsSample *ret) {
+/* The whole of an open /proc file, read again from its start: the kernel makes it anew. */
+static int pread_all(int fd, char *buf, size_t size) {
+        ssize_t n = pread(fd, buf, size - 1, 0);
+
+        if (n < 0)
+                return -errno; /* ESRCH once the process is gone, even if its PID is reused */
+        if ((size_t) n >= size - 1)
+                return -E2BIG;
+        buf[n] = '\0';
+        return 0;
+}
+
+static int read_stat(Taskstats *t, pid_t pid, int fd, ProcStat *ret) {
+        char buf[1024];
+        int r;
+
+        if (fd < 0)
+                return proc_pid_stat(t->proc, pid, ret);
+        r = pread_all(fd, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        return proc_stat_parse(buf, ret);
+}
+
+static int read_io(Taskstats *t, pid_t pid, int fd, ProcIO *ret) {
+        char buf[512];
+        int r;
+
+        if (fd < 0)
+                return proc_pid_io(t->proc, pid, ret);
+        r = pread_all(fd, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        return proc_io_parse(buf, ret);
+}
+
+static int read_run_delay(Taskstats *t, pid_t pid, int fd, usec_t *ret) {
+        char buf[128];
+        int r;
+
+        if (fd < 0)
+                return proc_pid_schedstat(t->proc, pid, ret);
+        r = pread_all(fd, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        return proc_schedstat_parse(buf, ret);
+}
+
+/* stat_fd, io_fd, sched_fd: the process's /proc files held open (a TaskstatsProcess), or -EBADF. */
+static int query_fds(Taskstats *t, int attr, pid_t pid, bool with_proc_io, int stat_fd, int io_fd, int sched_fd,
+                     TaskstatsSample *ret) {
         char buf[MNL_SOCKET_BUFFER_SIZE];
         struct nlmsghdr *nlh;
         TaskstatsSample s;
@@ -377,7 +428,7 @@ static int query(Taskstats *t, int attr, pid_t pid, bool with_proc_io, Taskstats
 
         /* The start time before and after the question: equal means one process had the PID all
          * along, so the answer is about it. */
-        r = proc_pid_stat(t->proc, pid, &st);
+        r = read_stat(t, pid, stat_fd, &st);
         if (r < 0)
                 return r;
 
@@ -391,7 +442,7 @@ static int query(Taskstats *t, int attr, pid_t pid, bool with_proc_io, Taskstats
         if (with_proc_io) {
                 ProcIO io;
 
-                r = proc_pid_io(t->proc, pid, &io);
+                r = read_io(t, pid, io_fd, &io);
                 if (r < 0)
                         return r;
                 s.have_io = true;
@@ -402,11 +453,24 @@ static int query(Taskstats *t, int attr, pid_t pid, bool with_proc_io, Taskstats
                 s.write_syscalls = io.syscw;
                 s.read_char = io.rchar;
                 s.write_char = io.wchar;
+                r = read_run_delay(t, pid, sched_fd, &s.run_delay_usec);
+                if (r == -ESRCH)
+                        return r;
+                s.have_run_delay = r >= 0;
         }
 
-        r = proc_pid_start_time(t->proc, pid, &after);
-        if (r < 0)
-                return r;
+        if (stat_fd < 0) {
+                r = proc_pid_start_time(t->proc, pid, &after);
+                if (r < 0)
+                        return r;
+        } else {
+                ProcStat st2;
+
+                r = read_stat(t, pid, stat_fd, &st2);
+                if (r < 0)
+                        return r;
+                after = st2.start_time_ticks;
+        }
         if (after != st.start_time_ticks)
                 return -ESRCH;
 
@@ -421,6 +485,122 @@ static int query(Taskstats *t, int attr, pid_t pid, bool with_proc_io, Taskstats
         }
         *ret = s;
         return 0;
+}
+
+static int query(Taskstats *t, int attr, pid_t pid, bool with_proc_io, TaskstatsSample *ret) {
+        return query_fds(t, attr, pid, with_proc_io, -EBADF, -EBADF, -EBADF, ret);
+}
+
+struct TaskstatsProcess {
+        pid_t pid;
+        uint64_t start_time_ticks;
+        int stat_fd;
+        int io_fd;
+        int sched_fd; /* -EBADF without CONFIG_SCHED_INFO */
+        /* The last full sample, for taskstats_process_sample_changed(). */
+        bool have_last;
+        uint64_t last_cpu_ticks;
+        ProcIO last_io;
+        TaskstatsSample last;
+};
+
+int taskstats_process_open(Taskstats *t, pid_t pid, TaskstatsProcess **ret) {
+        _cleanup_(taskstats_process_closep) TaskstatsProcess *p = NULL;
+        char path[64];
+        ProcStat st;
+        int r;
+
+        if (pid <= 0)
+                return -EINVAL;
+        p = new(TaskstatsProcess, 1);
+        if (!p)
+                return -ENOMEM;
+        *p = (TaskstatsProcess) { .pid = pid, .stat_fd = -EBADF, .io_fd = -EBADF, .sched_fd = -EBADF };
+        (void) snprintf(path, sizeof(path), "%s/%i/stat", t->proc, (int) pid);
+        p->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (p->stat_fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        (void) snprintf(path, sizeof(path), "%s/%i/io", t->proc, (int) pid);
+        p->io_fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (p->io_fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        (void) snprintf(path, sizeof(path), "%s/%i/schedstat", t->proc, (int) pid);
+        p->sched_fd = open(path, O_RDONLY | O_CLOEXEC); /* optional */
+        /* Both files are of the process that had the PID when the first was opened. */
+        r = read_stat(t, pid, p->stat_fd, &st);
+        if (r < 0)
+                return r;
+        p->start_time_ticks = st.start_time_ticks;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+TaskstatsProcess *taskstats_process_close(TaskstatsProcess *p) {
+        if (!p)
+                return NULL;
+        safe_close(p->stat_fd);
+        safe_close(p->io_fd);
+        safe_close(p->sched_fd);
+        return mfree(p);
+}
+
+uint64_t taskstats_process_start_time(const TaskstatsProcess *p) {
+        return p->start_time_ticks;
+}
+
+int taskstats_process_sample(Taskstats *t, TaskstatsProcess *p, TaskstatsSample *ret) {
+        TaskstatsSample s;
+        int r;
+
+        r = query_fds(t, TASKSTATS_CMD_ATTR_TGID, p->pid, true, p->stat_fd, p->io_fd,
+                      p->sched_fd >= 0 ? p->sched_fd : -EBADF, &s);
+        if (r < 0)
+                return r;
+        if (s.start_time_ticks != p->start_time_ticks)
+                return -ESRCH;
+        *ret = s;
+        return 0;
+}
+
+int taskstats_process_sample_changed(Taskstats *t, TaskstatsProcess *p, TaskstatsSample *ret) {
+        ProcStat st;
+        ProcIO io;
+        int r;
+
+        r = read_stat(t, p->pid, p->stat_fd, &st);
+        if (r < 0)
+                return r;
+        if (st.start_time_ticks != p->start_time_ticks)
+                return -ESRCH;
+        r = read_io(t, p->pid, p->io_fd, &io);
+        if (r < 0)
+                return r;
+        /* Asleep now, no CPU tick and no I/O since the last full sample: nothing taskstats would
+         * report has moved (its delays grow only while it waits runnable or for block I/O, which
+         * would show as state R or D, or as CPU time or I/O). */
+        if (p->have_last && (st.state == 'S' || st.state == 'I') &&
+            st.utime_ticks + st.stime_ticks == p->last_cpu_ticks && memcmp(&io, &p->last_io, sizeof(io)) == 0) {
+                TaskstatsSample s = p->last;
+                usec_t ts = now(CLOCK_MONOTONIC);
+
+                s.elapsed_usec += ts - s.timestamp_usec;
+                if (s.group_elapsed_usec > 0)
+                        s.group_elapsed_usec += ts - s.timestamp_usec;
+                s.timestamp_usec = ts;
+                *ret = s;
+                return 0;
+        }
+
+        r = taskstats_process_sample(t, p, ret);
+        if (r < 0)
+                return r;
+        p->have_last = true;
+        p->last_cpu_ticks = st.utime_ticks + st.stime_ticks;
+        p->last_io = (ProcIO) { .rchar = ret->read_char, .wchar = ret->write_char, .syscr = ret->read_syscalls,
+                                .syscw = ret->write_syscalls, .read_bytes = ret->read_bytes,
+                                .write_bytes = ret->write_bytes, .cancelled_write_bytes = ret->cancelled_write_bytes };
+        p->last = *ret;
+        return 1;
 }
 
 int taskstats_query_pid(Taskstats *t, pid_t pid, TaskstatsSample *ret) {

@@ -75,6 +75,14 @@ typedef struct TaskstatsSample {
         uint64_t blkio_count;
         usec_t blkio_delay_usec;
 
+        /*
+         * Whole-process queries: the main thread's time runnable waiting for a CPU from
+         * /proc/<pid>/schedstat, counted with or without delay accounting (false without
+         * CONFIG_SCHED_INFO).
+         */
+        bool have_run_delay;
+        usec_t run_delay_usec;
+
         /* Exit records only. */
         bool exited;
         bool group_dead; /* the last task of its thread group: the process is gone */
@@ -111,6 +119,30 @@ int taskstats_query_tgid(Taskstats *t, pid_t tgid, TaskstatsSample *ret);
  * have_io true, comm empty (the kernel leaves it out).
  */
 int taskstats_query_process(Taskstats *t, pid_t pid, TaskstatsSample *ret);
+
+/*
+ * A process sampled round after round: its /proc/<pid>/stat and /proc/<pid>/io are held open, so
+ * a sample costs three reads of open files and one netlink round trip instead of three opens as
+ * well, and the files keep naming that process: once it is gone they fail with -ESRCH, whoever
+ * has its PID now. The samples are taskstats_query_process()'s. Two file descriptors each.
+ */
+typedef struct TaskstatsProcess TaskstatsProcess;
+/* -ESRCH: no such process; -EMFILE and the like: use taskstats_query_process() instead. */
+int taskstats_process_open(Taskstats *t, pid_t pid, TaskstatsProcess **ret);
+TaskstatsProcess *taskstats_process_close(TaskstatsProcess *p);
+static inline void taskstats_process_closep(TaskstatsProcess **p) {
+        taskstats_process_close(*p);
+}
+uint64_t taskstats_process_start_time(const TaskstatsProcess *p);
+/* -ESRCH once the process is gone. */
+int taskstats_process_sample(Taskstats *t, TaskstatsProcess *p, TaskstatsSample *ret);
+/*
+ * The same, but for a process that is asleep and has used no CPU tick and done no I/O since the
+ * previous call, the previous sample with the time moved on, from two reads of its open files and
+ * no netlink query (a round over many idle processes costs that much less). 1 for a fresh sample,
+ * 0 for a repeated one.
+ */
+int taskstats_process_sample_changed(Taskstats *t, TaskstatsProcess *p, TaskstatsSample *ret);
 
 /*
  * Whether the kernel counts delays (kernel.task_delayacct), read when t was made and again by this

@@ -333,6 +333,47 @@ START_TEST(test_delays) {
 }
 END_TEST
 
+/* A process that works between two calls gets a fresh sample with the work in it. */
+START_TEST(test_held_open_busy) {
+        _cleanup_taskstats_free_ Taskstats *t = open_taskstats();
+        TaskstatsProcess *p = NULL;
+        TaskstatsSample a, b;
+        int fd;
+        pid_t pid = spawn(busy_forever, NULL, &fd);
+
+        go(&fd);
+        ck_assert_int_eq(taskstats_process_open(t, pid, &p), 0);
+        ck_assert_int_eq(taskstats_process_sample_changed(t, p, &a), 1);
+        usleep(300 * USEC_PER_MSEC);
+        ck_assert_int_eq(taskstats_process_sample_changed(t, p, &b), 1);
+        ck_assert_uint_gt(cpu_of(&b), cpu_of(&a) + 10 * USEC_PER_MSEC); /* a shared host: some of 300 ms */
+        p = taskstats_process_close(p);
+        kill_and_reap(pid);
+}
+END_TEST
+
+START_TEST(test_held_open_process_gone) {
+        _cleanup_taskstats_free_ Taskstats *t = open_taskstats();
+        TaskstatsProcess *p = NULL;
+        TaskstatsSample s;
+        int fd;
+        pid_t pid = spawn(busy_forever, NULL, &fd);
+
+        go(&fd);
+        ck_assert_int_eq(taskstats_process_open(t, pid, &p), 0);
+        ck_assert_int_eq(taskstats_process_sample(t, p, &s), 0);
+        ck_assert_int_eq(s.pid, pid);
+        ck_assert(s.have_io);
+        /* Gone and reaped: the files held open name that process and no other, whatever gets its
+         * PID next, so the sample fails instead of describing a newcomer. */
+        kill_and_reap(pid);
+        ck_assert_int_eq(taskstats_process_sample(t, p, &s), -ESRCH);
+        p = taskstats_process_close(p);
+        ck_assert_int_eq(taskstats_process_open(t, pid, &p), -ESRCH);
+        ck_assert_ptr_null(p);
+}
+END_TEST
+
 START_TEST(test_no_such_pid) {
         _cleanup_taskstats_free_ Taskstats *t = open_taskstats();
         TaskstatsSample s = { .pid = 4242 };
@@ -379,7 +420,8 @@ START_TEST(test_many_sleepers) {
         _cleanup_taskstats_free_ Taskstats *t = open_taskstats();
         _cleanup_free_ pid_t *pids = new(pid_t, N_SLEEPERS);
         _cleanup_free_ TaskstatsSample *s = new(TaskstatsSample, N_SLEEPERS);
-        usec_t begin, round1, round2, round3;
+        _cleanup_free_ TaskstatsProcess **tp = new0(TaskstatsProcess *, N_SLEEPERS);
+        usec_t begin, round1, round2, round3, round4, round5;
 
         ck_assert_ptr_nonnull(pids);
         ck_assert_ptr_nonnull(s);
@@ -402,6 +444,28 @@ START_TEST(test_many_sleepers) {
         for (size_t i = 0; i < N_SLEEPERS; i++)
                 ck_assert_int_eq(taskstats_query_process(t, pids[i], &s[i]), 0);
         round3 = now(CLOCK_MONOTONIC) - begin;
+        /* The same, with each process's /proc files held open (the daemon's way), second round. */
+        ck_assert_ptr_nonnull(tp);
+        for (size_t i = 0; i < N_SLEEPERS; i++)
+                ck_assert_int_eq(taskstats_process_open(t, pids[i], &tp[i]), 0);
+        begin = now(CLOCK_MONOTONIC);
+        for (size_t i = 0; i < N_SLEEPERS; i++) {
+                ck_assert_int_eq(taskstats_process_sample(t, tp[i], &s[i]), 0);
+                ck_assert_uint_eq(s[i].start_time_ticks, taskstats_process_start_time(tp[i]));
+        }
+        round4 = now(CLOCK_MONOTONIC) - begin;
+        /* Asleep since: the second of two calls repeats the first sample without a query. */
+        for (size_t i = 0; i < N_SLEEPERS; i++)
+                ck_assert_int_eq(taskstats_process_sample_changed(t, tp[i], &s[i]), 1);
+        begin = now(CLOCK_MONOTONIC);
+        for (size_t i = 0; i < N_SLEEPERS; i++) {
+                usec_t before = s[i].timestamp_usec;
+                ck_assert_int_eq(taskstats_process_sample_changed(t, tp[i], &s[i]), 0);
+                ck_assert_uint_gt(s[i].timestamp_usec, before);
+        }
+        round5 = now(CLOCK_MONOTONIC) - begin;
+        for (size_t i = 0; i < N_SLEEPERS; i++)
+                tp[i] = taskstats_process_close(tp[i]);
 
         for (size_t i = 0; i < N_SLEEPERS; i++)
                 (void) kill(pids[i], SIGKILL);
@@ -411,8 +475,12 @@ START_TEST(test_many_sleepers) {
         printf("sampling %d sleeping processes: %" PRIu64 " us, then %" PRIu64 " us (%.1f us each); "
                "whole processes with /proc/<pid>/io: %" PRIu64 " us (%.1f us each)\n",
                N_SLEEPERS, round1, round2, (double) round2 / N_SLEEPERS, round3, (double) round3 / N_SLEEPERS);
+        printf("held open: %" PRIu64 " us (%.1f us each); asleep since, without a query: %" PRIu64
+               " us (%.1f us each)\n",
+               round4, (double) round4 / N_SLEEPERS, round5, (double) round5 / N_SLEEPERS);
         for (size_t i = 0; i < N_SLEEPERS; i++)
                 ck_assert_int_eq(s[i].pid, pids[i]);
+        ck_assert_uint_lt(round4, 300 * USEC_PER_MSEC);
         /* A round has a 3 s interval to fit in; a tenth of it, on a busy shared machine. */
         ck_assert_uint_lt(round2, 300 * USEC_PER_MSEC);
         ck_assert_uint_lt(round3, 300 * USEC_PER_MSEC);
@@ -451,6 +519,8 @@ int main(void) {
         tcase_add_test(tc, test_dd_writer);
         tcase_add_test(tc, test_exit_notification);
         tcase_add_test(tc, test_delays);
+        tcase_add_test(tc, test_held_open_busy);
+        tcase_add_test(tc, test_held_open_process_gone);
         tcase_add_test(tc, test_no_such_pid);
         tcase_add_test(tc, test_many_sleepers);
         suite_add_tcase(suite, tc);
