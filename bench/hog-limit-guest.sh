@@ -1,0 +1,207 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# bench/hog-limit's driver inside the VM test bed (tonarid installed and running): the paper's
+# experiments (seed 001, §5) with tonari (HogLimiting=yes), no manager, and a static limit set by
+# hand on process 1 (CPUWeight= / IOWriteBandwidthMax=, what ananicy-style tools do). Every
+# process is pinned to CPU 0. Prints one line per run:
+#   RUN exp=E mode=M param=P rep=R p1=N p2=N sum=N
+#   LAT mode=alone|none|tonari rep=R p99_ms=N      (a latency-sensitive victim next to a CPU hog
+#                                                  and an I/O hog, or alone)
+# and at the end the cost of sampling 1000 processes every second:
+#   COST processes=1000 interval=1s cpu_permille=N round_usec=N
+#
+# usage: hog-limit-guest.sh --worker=PATH [--time=12] [--reps=3] [--io-limits=1,5,20,150]
+#        [--weights=1,10,50] [--intervals=1,3,10] [--nprocs=2,4,7] [--exps=io,cpu,interval,nprocs,victim,cost]
+set -eu
+
+worker=
+time_s=12
+reps=3
+io_limits=1,5,20,150
+weights=1,10,50
+intervals=1,3,10
+nprocs=2,4,7
+exps=io,cpu,interval,nprocs,victim,cost
+for a in "$@"; do
+        case $a in
+        --worker=*) worker=${a#*=} ;;
+        --time=*) time_s=${a#*=} ;;
+        --reps=*) reps=${a#*=} ;;
+        --io-limits=*) io_limits=${a#*=} ;;
+        --weights=*) weights=${a#*=} ;;
+        --intervals=*) intervals=${a#*=} ;;
+        --nprocs=*) nprocs=${a#*=} ;;
+        --exps=*) exps=${a#*=} ;;
+        *) echo "hog-limit-guest: unknown option $a" >&2; exit 2 ;;
+        esac
+done
+[[ -f $worker ]] || { echo "hog-limit-guest: --worker= missing" >&2; exit 2; }
+
+D=/var/tmp/hog-limit
+mkdir -p "$D"
+read -r LPS BPS < <(taskset -c 0 python3 "$worker" calibrate "$D")
+echo "CALIBRATE loops_per_sec=$LPS bytes_per_sec=$BPS"
+DEV=/dev/$(lsblk -no PKNAME "$(findmnt -no SOURCE --target "$D")" 2>/dev/null || echo vda)
+[[ -b $DEV ]] || DEV=/dev/vda
+
+# start SLICE KIND OUTFILE: a worker attached to SLICE (none: left for RegisterProcesses); its PID
+# in STARTED (a child of this shell, so that wait works: no command substitution). It starts after
+# a short pause, so that it runs its whole time where it is put.
+start() {
+        local slice=$1 kind=$2 out=$3 pid
+        taskset -c 0 bash -c "sleep 0.5; exec python3 '$worker' run $kind $time_s '$out' '$D' $LPS $BPS" &
+        pid=$!
+        [[ $slice == none ]] || tonarictl slice attach "$slice" "$pid" >/dev/null
+        STARTED=$pid
+}
+
+# one EXP MODE PARAM REP KIND1 KIND2 [KIND2...]: one run; process 1 is KIND1, the rest the others.
+one() {
+        local exp=$1 mode=$2 param=$3 rep=$4 k1=$5
+        shift 5
+        local pids=() i=0 p1 rest=0 sum seed
+        tonarictl slice create hb
+        if [[ $mode == static ]]; then
+                if [[ $exp == io ]]; then
+                        tonarictl slice create hs IOWriteBandwidthMax="$DEV ${param}M" IOReadBandwidthMax="$DEV ${param}M"
+                else
+                        tonarictl slice create hs CPUWeight="$param"
+                fi
+        fi
+        if [[ $mode == tonari ]]; then
+                # The scope exists once the slice has a process.
+                sleep 1000 &
+                seed=$!
+                tonarictl slice attach hb "$seed"
+                case $exp in
+                io) tonarictl hog set hb yes IOLimit="${param}M" ;;
+                cpu) tonarictl hog set hb yes CPUWeight="$param" ;;
+                interval) tonarictl hog set hb yes MonitorIntervalSec="${param}s" WindowSec="$((param * 3 > 10 ? param * 3 : 10))s" ;;
+                *) tonarictl hog set hb yes ;;
+                esac
+        fi
+        # A hog-limited slice takes processes through RegisterProcesses (its scope holds none itself).
+        local target=hb
+        [[ $mode == tonari ]] && target=none
+        if [[ $mode == static ]]; then
+                start hs "$k1" "$D/out.0"; pids+=("$STARTED")
+        else
+                start $target "$k1" "$D/out.0"; pids+=("$STARTED")
+        fi
+        for k in "$@"; do
+                i=$((i + 1))
+                start $target "$k" "$D/out.$i"; pids+=("$STARTED")
+        done
+        [[ $mode == tonari ]] && tonarictl hog register hb "${pids[@]}"
+        wait "${pids[@]}"
+        p1=$(cat "$D/out.0")
+        for ((j = 1; j <= i; j++)); do
+                rest=$(python3 -c "print(round($rest + $(cat "$D/out.$j"), 3))")
+        done
+        sum=$(python3 -c "print(round($p1 + $rest, 3))")
+        echo "RUN exp=$exp mode=$mode param=$param rep=$rep p1=$p1 p2=$rest sum=$sum"
+        rm -f "$D"/out.*
+        [[ $mode == tonari ]] && { kill "$seed"; tonarictl hog set hb no; }
+        sleep 0.3
+        tonarictl slice remove hb
+        [[ $mode == static ]] && tonarictl slice remove hs
+        return 0
+}
+
+has() { [[ ,$exps, == *,$1,* ]]; }
+
+# victim MODE REP: the latency victim alone, or next to a CPU hog and an I/O hog without a manager
+# or in a hog-limited slice.
+victim() {
+        local mode=$1 rep=$2 pids=() seed target=hb
+        tonarictl slice create hb
+        if [[ $mode == tonari ]]; then
+                sleep 1000 &
+                seed=$!
+                tonarictl slice attach hb "$seed"
+                tonarictl hog set hb yes
+                target=none
+        fi
+        start $target lat "$D/out.0"; pids+=("$STARTED")
+        if [[ $mode != alone ]]; then
+                start $target c5 "$D/out.1"; pids+=("$STARTED")
+                start $target w2 "$D/out.2"; pids+=("$STARTED")
+        fi
+        [[ $mode == tonari ]] && tonarictl hog register hb "${pids[@]}"
+        wait "${pids[@]}"
+        echo "LAT mode=$mode rep=$rep p99_ms=$(cat "$D/out.0")"
+        rm -f "$D"/out.*
+        [[ $mode == tonari ]] && { kill "$seed"; tonarictl hog set hb no; }
+        sleep 0.3
+        tonarictl slice remove hb
+        return 0
+}
+
+for rep in $(seq "$reps"); do
+        if has io; then
+                one io none - "$rep" w2 w1c2
+                for l in ${io_limits//,/ }; do
+                        one io tonari "$l" "$rep" w2 w1c2
+                done
+                one io static 5 "$rep" w2 w1c2
+        fi
+        if has cpu; then
+                one cpu none - "$rep" c5 w1c2
+                for w in ${weights//,/ }; do
+                        one cpu tonari "$w" "$rep" c5 w1c2
+                done
+                one cpu static 1 "$rep" c5 w1c2
+        fi
+        if has interval; then
+                for s in ${intervals//,/ }; do
+                        one interval tonari "$s" "$rep" c5 w1c2
+                done
+        fi
+        if has victim; then
+                victim alone "$rep"
+                victim none "$rep"
+                victim tonari "$rep"
+        fi
+        if has nprocs; then
+                for n in ${nprocs//,/ }; do
+                        # Half kind A (1 s CPU), half kind B (0.5 s CPU then 3 s writes); A first.
+                        kinds=()
+                        for ((k = 0; k < n; k++)); do
+                                ((k % 2 == 0)) && kinds+=(a) || kinds+=(b)
+                        done
+                        one nprocs none "$n" "$rep" "${kinds[@]}"
+                        one nprocs tonari "$n" "$rep" "${kinds[@]}"
+                done
+        fi
+done
+
+if has cost; then
+        # tonarid's CPU time while it samples 1000 processes every second, over 30 s.
+        tonarictl slice create hk
+        sleep 1000 &
+        seed=$!
+        tonarictl slice attach hk "$seed"
+        tonarictl hog set hk yes MonitorIntervalSec=1s WindowSec=3s
+        pids=()
+        for i in $(seq 1000); do
+                sleep 1000 &
+                pids+=($!)
+        done
+        tonarictl hog register hk "${pids[@]}"
+        sleep 3
+        tpid=$(systemctl show -P MainPID tonarid.service)
+        ticks() { awk '{ print $14 + $15 }' "/proc/$tpid/stat"; }
+        status() { busctl --json=short call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 GetStatus |
+                python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0][sys.argv[1]]["data"])' "$1"; }
+        t0=$(ticks) w0=$(status HogWorkUSec) r0=$(status HogRounds) s0=$(date +%s%N)
+        sleep 30
+        t1=$(ticks) w1=$(status HogWorkUSec) r1=$(status HogRounds) s1=$(date +%s%N)
+        hz=$(getconf CLK_TCK)
+        echo "COST processes=1000 interval=1s cpu_permille=$(python3 -c "print(round(($t1 - $t0) / $hz / (($s1 - $s0) / 1e9) * 1000, 2))") round_usec=$(((w1 - w0) / (r1 - r0))) rounds=$((r1 - r0))"
+        kill "${pids[@]}" "$seed"
+        sleep 1
+        tonarictl hog set hk no
+        sleep 0.5
+        tonarictl slice remove hk
+fi
