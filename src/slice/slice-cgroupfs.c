@@ -118,15 +118,21 @@ static int cgroupfs_apply(Slice *s, const CGroupSettings *settings, CGroupSettin
 
 static int cgroupfs_attach(Slice *s, const uint32_t *pids, size_t n_pids, SliceDoneFunc done, void *userdata) {
         _cleanup_free_ pid_t *p = new0(pid_t, n_pids);
+        _cleanup_free_ char *leaf = NULL;
         size_t failed = SIZE_MAX;
         int r;
 
         if (!p)
                 return -ENOMEM;
+        if (s->attach_leaf) {
+                leaf = strjoin(s->cgroup, "/", s->attach_leaf);
+                if (!leaf)
+                        return -ENOMEM;
+        }
         for (size_t i = 0; i < n_pids; i++)
                 p[i] = (pid_t) pids[i];
         /* All or nothing: if one process cannot be moved, none is (cgroup_attach_many()). */
-        r = cgroup_attach_many(s->manager->cgroup_root, s->cgroup, p, n_pids, &failed);
+        r = cgroup_attach_many(s->manager->cgroup_root, leaf ?: s->cgroup, p, n_pids, &failed);
         if (r < 0) {
                 char which[32] = "", msg[128];
 

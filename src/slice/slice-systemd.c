@@ -223,8 +223,14 @@ static int systemd_attach(Slice *s, const uint32_t *pids, size_t n_pids, SliceDo
         r = slice_scope_leaf_exists(s);
         if (r < 0)
                 r = 0;
-        r = systemd_attach_processes(s->manager->systemd, s->scope, r > 0 ? "/" SLICE_SCOPE_LEAF : "", pids, n_pids,
-                                     attach_done, op);
+        if (s->attach_leaf) {
+                char sub[64];
+
+                (void) snprintf(sub, sizeof(sub), "/%s", s->attach_leaf);
+                r = systemd_attach_processes(s->manager->systemd, s->scope, sub, pids, n_pids, attach_done, op);
+        } else
+                r = systemd_attach_processes(s->manager->systemd, s->scope, r > 0 ? "/" SLICE_SCOPE_LEAF : "", pids,
+                                             n_pids, attach_done, op);
         if (r < 0)
                 op_free(op);
         return r;

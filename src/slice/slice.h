@@ -52,6 +52,12 @@ struct Slice {
          * tonarid: what outlives tonarid (the borrowing state) tells slices apart by it.
          */
         uint64_t cgroup_id;
+        /*
+         * Set by hog limiting (src/limiter/): the child of the cgroup holding the slice's processes
+         * (cgroupfs: the slice's own; systemd: its scope) that attached processes go to, because
+         * that cgroup has children with controllers and can hold no process itself. NULL: itself.
+         */
+        const char *attach_leaf;
 };
 
 /* error: 0, or negative errno with message (may be NULL) explaining it. */
