@@ -223,10 +223,19 @@ static int method_register_common(sd_bus_message *m, void *userdata, sd_bus_erro
                 return sd_bus_error_setf(error, TONARI_ERROR_HOG_LIMITING_OFF,
                                          "Slice '%s' is not hog-limited: set HogLimiting=yes or observe first.",
                                          s->name);
-        r = reg ? limiter_manager_register(lm, s, pids, n, uid, &bad, &why)
+        r = reg ? limiter_manager_check_register(lm, s, pids, n, uid, &bad, &why)
                 : limiter_manager_unregister(lm, s, pids, n, uid, &bad, &why);
         if (why != LIMITER_REFUSED_NONE)
                 return refusal_error(error, why, bad, s->name);
+        if (reg && r >= 0) {
+                /* The move is AttachProcesses(): the same arguments, into the slice's "unlimited". */
+                SliceManager *sm = limiter_manager_slices(lm);
+
+                r = sd_bus_message_rewind(m, true);
+                if (r < 0)
+                        return r;
+                return bus_slice_method_attach(m, &sm, error);
+        }
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Failed to %s processes of slice '%s': %m",
                                                reg ? "register" : "unregister", s->name);

@@ -120,7 +120,8 @@ static int child_path(const LimiterSlice *l, const char *child, char **ret) {
         return 0;
 }
 
-/* Every disk of the host (not loop, ram, zram devices; partitions are not in /sys/block). */
+/* Every disk of the host: not loop, ram or zram devices, nor removable ones (floppy, CD-ROM);
+ * partitions are not in /sys/block. */
 static int find_io_devices(char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         _cleanup_closedir_ DIR *d = NULL;
@@ -130,10 +131,15 @@ static int find_io_devices(char ***ret) {
         if (!d)
                 return -errno;
         while ((de = readdir(d))) {
-                _cleanup_free_ char *path = NULL, *dev = NULL;
+                _cleanup_free_ char *path = NULL, *dev = NULL, *removable = NULL, *rpath = NULL;
 
                 if (de->d_name[0] == '.' || startswith(de->d_name, "loop") || startswith(de->d_name, "ram") ||
                     startswith(de->d_name, "zram"))
+                        continue;
+                rpath = strjoin("/sys/block/", de->d_name, "/removable");
+                if (!rpath)
+                        return -ENOMEM;
+                if (read_one_line_file(rpath, &removable) >= 0 && streq(removable, "1"))
                         continue;
                 path = strjoin("/sys/block/", de->d_name, "/dev");
                 if (!path)
@@ -775,6 +781,8 @@ static int limiter_slice_start(LimiterManager *m, Slice *s, HogLimitingMode mode
         if (r < 0)
                 return log_error_errno(r, "Failed to make the hog limiting groups of slice '%s' (/%s): %m", l->name,
                                        l->group);
+        /* AttachProcesses() and RegisterProcesses() put processes here from now on. */
+        s->attach_leaf = "unlimited";
         if (adopting || mode == HOG_LIMITING_YES)
                 adopt_limited(l);
 
@@ -851,6 +859,11 @@ int limiter_manager_set_mode(LimiterManager *m, Slice *s, HogLimitingMode mode, 
                 if (!l)
                         return 0;
                 limiter_slice_stop(l);
+                /* v2: the group holds no process while "unlimited" is left with processes in it. */
+                _cleanup_free_ char *unlimited = NULL;
+                if (cgroup_version(m) == 1 || child_path(l, "unlimited", &unlimited) < 0 ||
+                    cgroup_exists(root_of(m), unlimited) <= 0)
+                        s->attach_leaf = NULL;
                 drop_lslice(m, l);
                 log_struct(LOG_INFO, "TONARI_SLICE=%s", s->name, "TONARI_HOG_LIMITING=no",
                            LOG_MESSAGE("Hog limiting of slice '%s' switched off.", s->name));
@@ -966,15 +979,9 @@ static LimiterRefusal check_process(LimiterManager *m, pid_t pid, uid_t uid) {
         return LIMITER_REFUSED_NONE;
 }
 
-int limiter_manager_register(LimiterManager *m, Slice *s, const pid_t *pids, size_t n, uid_t uid,
-                             pid_t *ret_bad, LimiterRefusal *ret_refusal) {
-        _cleanup_free_ char *path = NULL;
-        size_t failed = SIZE_MAX;
-        LimiterSlice *l;
-        int r;
-
-        l = find_lslice(m, s->name);
-        if (!l)
+int limiter_manager_check_register(LimiterManager *m, Slice *s, const pid_t *pids, size_t n, uid_t uid,
+                                   pid_t *ret_bad, LimiterRefusal *ret_refusal) {
+        if (!find_lslice(m, s->name))
                 return -ENOTCONN;
         for (size_t i = 0; i < n; i++) {
                 LimiterRefusal why = check_process(m, pids[i], uid);
@@ -991,21 +998,6 @@ int limiter_manager_register(LimiterManager *m, Slice *s, const pid_t *pids, siz
                         return -EINVAL;
                 }
         }
-
-        r = child_path(l, "unlimited", &path);
-        if (r < 0)
-                return r;
-        r = cgroup_attach_many(root_of(m), path, pids, n, &failed);
-        if (r < 0) {
-                if (failed < n) {
-                        *ret_bad = pids[failed];
-                        *ret_refusal = r == -ESRCH ? LIMITER_REFUSED_NO_PROCESS : LIMITER_REFUSED_NONE;
-                }
-                return r;
-        }
-        log_struct(LOG_INFO, "TONARI_SLICE=%s", l->name, "TONARI_CALLER_UID=%d", (int) uid, "TONARI_PIDS=%zu", n,
-                   LOG_MESSAGE("Registered %zu process%s for hog limiting in slice '%s'.", n, n == 1 ? "" : "es",
-                               l->name));
         return 0;
 }
 

@@ -98,13 +98,14 @@ typedef enum LimiterRefusal {
 } LimiterRefusal;
 
 /*
- * Moves processes into the slice's "unlimited" group, all or nothing. uid is the caller's: 0
- * reaches every process, others only their own. -EINVAL with *ret_bad and *ret_refusal set for a
- * refused PID; -ENOTCONN when the slice is not hog-limited; other errors from the kernel (then
- * *ret_bad is set if one PID was the cause).
+ * Whether processes may be registered: uid is the caller's (0 reaches every process, others only
+ * their own). -EINVAL with *ret_bad and *ret_refusal set for a refused PID; -ENOTCONN when the
+ * slice is not hog-limited. The move itself is the slice's attach, which puts processes into
+ * "unlimited" (Slice.attach_leaf): with systemd through AttachProcessesToUnit(), since a
+ * process may leave another unit's cgroup only through systemd.
  */
-int limiter_manager_register(LimiterManager *m, Slice *s, const pid_t *pids, size_t n, uid_t uid, pid_t *ret_bad,
-                             LimiterRefusal *ret_refusal);
+int limiter_manager_check_register(LimiterManager *m, Slice *s, const pid_t *pids, size_t n, uid_t uid,
+                                   pid_t *ret_bad, LimiterRefusal *ret_refusal);
 /* Lifts any limit and moves them to "unmanaged", where they are neither sampled nor limited. */
 int limiter_manager_unregister(LimiterManager *m, Slice *s, const pid_t *pids, size_t n, uid_t uid,
                                pid_t *ret_bad, LimiterRefusal *ret_refusal);
