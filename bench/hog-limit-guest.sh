@@ -13,6 +13,7 @@
 #
 # usage: hog-limit-guest.sh --worker=PATH [--time=12] [--reps=3] [--io-limits=1,5,20,150]
 #        [--weights=1,10,50] [--intervals=1,3,10] [--nprocs=2,4,7] [--exps=io,cpu,interval,nprocs,victim,cost]
+#        [--disk-mbps=50]
 set -eu
 
 worker=
@@ -23,6 +24,7 @@ weights=1,10,50
 intervals=1,3,10
 nprocs=2,4,7
 exps=io,cpu,interval,nprocs,victim,cost
+disk_mbps=50
 for a in "$@"; do
         case $a in
         --worker=*) worker=${a#*=} ;;
@@ -33,6 +35,7 @@ for a in "$@"; do
         --intervals=*) intervals=${a#*=} ;;
         --nprocs=*) nprocs=${a#*=} ;;
         --exps=*) exps=${a#*=} ;;
+        --disk-mbps=*) disk_mbps=${a#*=} ;;
         *) echo "hog-limit-guest: unknown option $a" >&2; exit 2 ;;
         esac
 done
@@ -40,10 +43,18 @@ done
 
 D=/var/tmp/hog-limit
 mkdir -p "$D"
-read -r LPS BPS < <(taskset -c 0 python3 "$worker" calibrate "$D")
-echo "CALIBRATE loops_per_sec=$LPS bytes_per_sec=$BPS"
 DEV=/dev/$(lsblk -no PKNAME "$(findmnt -no SOURCE --target "$D")" 2>/dev/null || echo vda)
 [[ -b $DEV ]] || DEV=/dev/vda
+# The test bed's disk is the host's page cache (GB/s); the paper's was a hard disk that two writers
+# saturate. All of tonari.slice shares DISK_MBPS (a limit on the parent of every slice), so the
+# processes of each run contend for it in every mode, as they would for a slow disk.
+if systemctl is-active -q tonari.slice 2>/dev/null || systemctl start tonari.slice; then
+        systemctl set-property --runtime tonari.slice "IOWriteBandwidthMax=$DEV ${disk_mbps}M" \
+                "IOReadBandwidthMax=$DEV ${disk_mbps}M"
+fi
+read -r LPS BPS < <(systemd-run --quiet --wait --pipe --slice=tonari.slice -p CPUAffinity=0 \
+        python3 "$worker" calibrate "$D")
+echo "CALIBRATE loops_per_sec=$LPS bytes_per_sec=$BPS disk_limit_mbps=$disk_mbps"
 
 # start SLICE KIND OUTFILE: a worker attached to SLICE (none: left for RegisterProcesses); its PID
 # in STARTED (a child of this shell, so that wait works: no command substitution). It starts after
