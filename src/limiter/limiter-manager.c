@@ -637,7 +637,8 @@ static int sample_slice(LimiterSlice *l, LimiterSample **ret, size_t *ret_n) {
                 procs_free(procs, n);
                 return r;
         }
-        qsort(procs, n, sizeof(Proc), cmp_proc);
+        if (n > 1)
+                qsort(procs, n, sizeof(Proc), cmp_proc);
         procs_free(l->procs, l->n_procs); /* what the new array did not take over */
         l->procs = procs;
         l->n_procs = n;
