@@ -179,7 +179,7 @@ def plot(prefix, runs, rtts, workloads, modes):
     with tempfile.TemporaryDirectory() as tmp:
         for w in workloads:
             script = [
-                "set terminal pngcairo size 1500,480 font ',10'",
+                "set terminal pngcairo size 1500,480 font ',10' noenhanced",
                 "set output '%s-%s.png'" % (prefix, w),
                 "set multiplot layout 1,3 title \"%s; median of %d runs, bars min-max\"" % (
                     TITLES.get(w, w).replace('"', "'"), max(len(r) for k, r in runs.items() if k[1] == w)),
