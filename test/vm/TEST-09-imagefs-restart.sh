@@ -42,6 +42,9 @@ setup() {
         umoci unpack --image "$W/layout:test" "$W/bundle" >/dev/null
         cp -a /etc /usr/lib/python3.11/email /usr/lib/python3.11/json "$W/bundle/rootfs/"
         umoci repack --image "$W/layout:test" "$W/bundle" >/dev/null
+        # Unpacked again, so that the next repack adds a layer on top of this one.
+        rm -rf "$W/bundle"
+        umoci unpack --image "$W/layout:test" "$W/bundle" >/dev/null
         mkdir -p "$W/bundle/rootfs/opt"
         head -c $((2 * 1024 * 1024 + 4321)) /dev/urandom >"$W/bundle/rootfs/opt/big.bin"
         for i in 1 2 3; do
