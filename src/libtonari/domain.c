@@ -31,7 +31,7 @@ struct TonariDomain {
         int dir_fd;        /* root/<name> */
         int enter_fd;      /* root/<name>/cgroup.procs or cgroup.threads, O_WRONLY */
         int leave_fd;      /* root/_home/cgroup.procs or cgroup.threads, O_WRONLY */
-        int root_fd;       /* root, for tonari_domain_remove() */
+        int root_fd;       /* root (root/_threads when threaded), for tonari_domain_remove() */
 };
 
 static const char *move_file(unsigned flags) {
@@ -174,8 +174,22 @@ static int enable_controllers(int root_fd, unsigned flags) {
         return write_at(root_fd, "cgroup.subtree_control", enable);
 }
 
+/* The cgroup below root that holds _home and the domains: root itself, or root/_threads when
+ * threaded. A threaded subtree needs a domain cgroup as its root, and root cannot be that one:
+ * systemd starts a delegated unit's control processes (ExecReload=, ExecStop=) in a "domain"
+ * child root/.control, which a threaded root refuses. */
+static int open_base(int root_fd, unsigned flags, bool create) {
+        int fd;
+
+        if (!(flags & TONARI_DOMAIN_THREADED)) {
+                fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+                return fd < 0 ? -errno : fd;
+        }
+        return make_child(root_fd, TONARI_DOMAIN_THREADS, 0, create);
+}
+
 _public_ int tonari_domain_prepare(const char *root, unsigned flags) {
-        _cleanup_close_ int root_fd = -EBADF, home_fd = -EBADF;
+        _cleanup_close_ int root_fd = -EBADF, base_fd = -EBADF, home_fd = -EBADF;
         int r;
 
         assert_return(!(flags & ~(unsigned) (TONARI_DOMAIN_THREADED | TONARI_DOMAIN_CREATE)), -EINVAL);
@@ -187,18 +201,24 @@ _public_ int tonari_domain_prepare(const char *root, unsigned flags) {
          * system, kernel threads included: never move them. */
         if (faccessat(root_fd, "cgroup.type", F_OK, 0) < 0)
                 return errno == ENOENT ? -EBUSY : -errno;
-        home_fd = make_child(root_fd, TONARI_DOMAIN_HOME, flags, true);
+        base_fd = open_base(root_fd, flags, true);
+        if (base_fd < 0)
+                return base_fd;
+        home_fd = make_child(base_fd, TONARI_DOMAIN_HOME, flags, true);
         if (home_fd < 0)
                 return home_fd;
         r = move_processes(root_fd, home_fd);
         if (r < 0)
                 return r;
-        return enable_controllers(root_fd, flags);
+        r = enable_controllers(root_fd, flags);
+        if (r < 0 || !(flags & TONARI_DOMAIN_THREADED))
+                return r;
+        return enable_controllers(base_fd, flags);
 }
 
 _public_ int tonari_domain_open(const char *root, const char *name, unsigned flags, TonariDomain **ret) {
         _cleanup_close_ int root_fd = -EBADF, dir_fd = -EBADF, enter_fd = -EBADF, leave_fd = -EBADF;
-        _cleanup_close_ int home_fd = -EBADF;
+        _cleanup_close_ int home_fd = -EBADF, base_fd = -EBADF;
         TonariDomain *d;
 
         assert_return(name && ret, -EINVAL);
@@ -209,10 +229,13 @@ _public_ int tonari_domain_open(const char *root, const char *name, unsigned fla
         root_fd = open_root(root);
         if (root_fd < 0)
                 return root_fd;
-        dir_fd = make_child(root_fd, name, flags, flags & TONARI_DOMAIN_CREATE);
+        base_fd = open_base(root_fd, flags, false);
+        if (base_fd < 0)
+                return base_fd;
+        dir_fd = make_child(base_fd, name, flags, flags & TONARI_DOMAIN_CREATE);
         if (dir_fd < 0)
                 return dir_fd;
-        home_fd = openat(root_fd, TONARI_DOMAIN_HOME, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        home_fd = openat(base_fd, TONARI_DOMAIN_HOME, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (home_fd < 0)
                 return -errno;
         enter_fd = openat(dir_fd, move_file(flags), O_WRONLY | O_CLOEXEC | O_NOCTTY);
@@ -231,7 +254,7 @@ _public_ int tonari_domain_open(const char *root, const char *name, unsigned fla
                 return -ENOMEM;
         }
         d->flags = flags;
-        d->root_fd = TAKE_FD(root_fd);
+        d->root_fd = TAKE_FD(base_fd);
         d->dir_fd = TAKE_FD(dir_fd);
         d->enter_fd = TAKE_FD(enter_fd);
         d->leave_fd = TAKE_FD(leave_fd);

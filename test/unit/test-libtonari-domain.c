@@ -39,6 +39,16 @@ static void fake_delegated(const char *controllers) {
         fake_file("web/cgroup.procs", "");
         fake_file("web/cgroup.threads", "");
         fake_file("web/cgroup.type", "domain\n");
+        /* Threaded: the same below the domain cgroup _threads. */
+        fake_file("_threads/cgroup.controllers", controllers);
+        fake_file("_threads/cgroup.type", "domain threaded\n");
+        fake_file("_threads/cgroup.subtree_control", "");
+        fake_file("_threads/_home/cgroup.procs", "");
+        fake_file("_threads/_home/cgroup.threads", "");
+        fake_file("_threads/_home/cgroup.type", "domain\n");
+        fake_file("_threads/web/cgroup.procs", "");
+        fake_file("_threads/web/cgroup.threads", "");
+        fake_file("_threads/web/cgroup.type", "domain\n");
 }
 
 START_TEST(test_prepare) {
@@ -66,7 +76,9 @@ START_TEST(test_prepare_refusals) {
         /* Threaded needs cpu and pids only, and makes _home threaded. */
         ck_assert_int_eq(tonari_domain_prepare(root, TONARI_DOMAIN_THREADED), 0);
         assert_file("cgroup.subtree_control", "+cpu +pids");
-        assert_file("_home/cgroup.type", "threaded");
+        assert_file("_threads/cgroup.subtree_control", "+cpu +pids");
+        assert_file("_threads/_home/cgroup.type", "threaded");
+        assert_file("_threads/_home/cgroup.procs", "12345678");
         /* Not a cgroup2 directory (v1 has no cgroup.controllers). */
         fake_file("v1/tasks", "");
         sub = root_path("v1");
@@ -152,7 +164,8 @@ START_TEST(test_set) {
 
         /* Threaded domains take no IO limits. */
         ck_assert_int_eq(tonari_domain_open(root, "web", TONARI_DOMAIN_THREADED, &d), 0);
-        assert_file("web/cgroup.type", "threaded");
+        assert_file("_threads/web/cgroup.type", "threaded");
+        assert_file("web/cgroup.type", "domain\n");
         ck_assert_int_eq(tonari_domain_set(d, "IOWriteBandwidthMax", "/dev/null 30M"), -EOPNOTSUPP);
         d = tonari_domain_close(d);
 }
@@ -174,10 +187,10 @@ START_TEST(test_enter_leave) {
         ck_assert_int_eq(tonari_domain_open(root, "web", TONARI_DOMAIN_THREADED, &t), 0);
         ck_assert_int_eq(tonari_domain_enter(t), 0);
         ck_assert_int_eq(tonari_domain_leave(t), 0);
-        assert_file("web/cgroup.threads", "0");
-        assert_file("_home/cgroup.threads", "0");
+        assert_file("_threads/web/cgroup.threads", "0");
+        assert_file("_threads/_home/cgroup.threads", "0");
         ck_assert_int_eq(tonari_domain_leave_pid(t, 4321), 0);
-        assert_file("_home/cgroup.threads", "04321");
+        assert_file("_threads/_home/cgroup.threads", "04321");
         ck_assert_int_eq(tonari_domain_leave_pid(t, 0), -EINVAL);
         ck_assert_int_eq(tonari_domain_leave_pid(t, -1), -EINVAL);
         ck_assert_int_eq(tonari_domain_enter(NULL), -EINVAL);

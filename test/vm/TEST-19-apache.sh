@@ -201,7 +201,9 @@ testcase_fail_open_and_closed() {
 testcase_event_mpm_moves_threads() {
         trap 'write_conf; use_mpm prefork' EXIT
         use_mpm event
-        assert_eq threaded "$(cat $CG/limited/cgroup.type)"
+        assert_eq threaded "$(cat $CG/_threads/limited/cgroup.type)"
+        # systemd runs ExecReload= in the domain cgroup .control beside _threads.
+        systemctl reload apache2
         grep -q "mod_tonari: 3 domains in '$CG' (threads move)" /var/log/apache2/error.log
         get limited.example / >/dev/null
         assert_eq 200 "$(cat /tmp/status)"

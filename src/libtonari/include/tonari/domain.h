@@ -20,7 +20,8 @@
  *     root/_home/            where the server's processes live outside requests (cgroup v2 forbids
  *                            processes in a cgroup that has controllers enabled for its children)
  *     root/<name>/           one per domain, with its limits
- * Threaded (TONARI_DOMAIN_THREADED): _home and the domains are made "threaded" cgroups, so that
+ * Threaded (TONARI_DOMAIN_THREADED): root/_threads/_home and root/_threads/<name> instead, made
+ * "threaded" cgroups below the domain cgroup root/_threads, so that
  * single threads of one process can sit in different domains (Apache's event and worker MPMs).
  * Only the threaded controllers (cpu, cpuset, pids) work per thread: IO limits cannot be put on a
  * threaded domain and then apply to the server (the threaded domain root) as a whole, i.e. to
@@ -40,6 +41,10 @@ extern "C" {
 
 /* The name of the home cgroup below root. Domain names may not start with '_'. */
 #define TONARI_DOMAIN_HOME "_home"
+/* Threaded: the domain cgroup below root that is the threaded subtree's root (holds _home and the
+ * domains), because systemd puts a delegated unit's control processes into root/.control, a domain
+ * cgroup that a threaded root would refuse. */
+#define TONARI_DOMAIN_THREADS "_threads"
 
 /* Flags of tonari_domain_prepare() and tonari_domain_open(). */
 enum {
