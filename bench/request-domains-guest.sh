@@ -45,7 +45,7 @@ echo hello >/var/www/html/hello.html
         echo "TonariDomainMap /etc/apache2/request-domains.map"
         echo "TonariFailMode closed"
         echo 'LogFormat "%v %>s %D %{tonari-domain}n %{tonari-cpu-us}n %{tonari-io-bytes}n" rd'
-        echo "CustomLog /var/log/apache2/rd.log rd"
+        echo "GlobalLog /var/log/apache2/rd.log rd"
         # The MPMs' defaults are sized for a real machine; these fit 100 concurrent clients.
         echo "<IfModule mpm_prefork_module>"
         echo "        StartServers 20"
@@ -150,7 +150,9 @@ for mode in plain favordynmods; do
                         mkdir "$root"
                         out=$("$A/tonari-domain-movecost" $([[ $t == --threads ]] && echo --threads) "$root" 5000)
                         echo "MOVE mount=$mode kind=${t#--} rep=$rep $out"
-                        rmdir "$root/movecost" "$root/_home" "$root"
+                        for d in movecost _home _threads/movecost _threads/_home _threads ""; do
+                                [[ ! -d $root/$d ]] || rmdir "$root/$d"
+                        done
                 done
         done
 done

@@ -419,9 +419,26 @@ static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *p
         int threaded = 0, r;
 
         (void) plog;
-        /* The first of the two configuration passes at start-up only checks; the second serves. */
-        if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG)
+        /* The first of the two configuration passes at start-up runs before Apache detaches: with
+         * TonariFailMode closed it checks the cgroup there, so that the start fails visibly (to
+         * apachectl and systemd); otherwise it leaves everything to the second pass, which serves
+         * and logs once. */
+        if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+                if (c->fail_mode != FAIL_CLOSED || c->domains->nelts == 0)
+                        return OK;
+                if (ap_mpm_query(AP_MPMQ_IS_THREADED, &threaded) != APR_SUCCESS)
+                        threaded = 0;
+                root = c->cgroup ? c->cgroup : own_cgroup(ptemp);
+                r = root ? tonari_domain_prepare(root, threaded != AP_MPMQ_NOT_SUPPORTED ? TONARI_DOMAIN_THREADED : 0)
+                         : -ENOENT;
+                if (r < 0)
+                        return domains_failed(c, s, r,
+                                              apr_psprintf(ptemp,
+                                                           "cannot prepare cgroup '%s' for domains (needs cgroup "
+                                                           "v2, delegated: Delegate=yes in apache2.service)",
+                                                           root ? root : "?"));
                 return OK;
+        }
         if (c->fail_mode == FAIL_UNSET)
                 c->fail_mode = FAIL_OPEN;
         c->enabled = 0;

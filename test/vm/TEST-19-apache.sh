@@ -30,7 +30,7 @@ TonariDomainMap /etc/apache2/tonari-test.map
 TonariFailMode closed
 LogLevel warn tonari:info
 LogFormat "%v %>s %D %{tonari-domain}n %{tonari-cpu-us}n %{tonari-io-bytes}n %U" tonaritest
-CustomLog $LOG tonaritest
+GlobalLog $LOG tonaritest
 <Location /cgi-bin/spin-limited>
         TonariDomainEnter limited
 </Location>
@@ -201,6 +201,8 @@ testcase_fail_open_and_closed() {
 testcase_event_mpm_moves_threads() {
         trap 'write_conf; use_mpm prefork' EXIT
         use_mpm event
+        # The daemonized parent makes the domains after systemctl returns.
+        timeout 20 sh -c "until [ -e $CG/_threads/limited/cgroup.type ]; do sleep 0.2; done"
         assert_eq threaded "$(cat $CG/_threads/limited/cgroup.type)"
         # systemd runs ExecReload= in the domain cgroup .control beside _threads.
         systemctl reload apache2
@@ -227,7 +229,7 @@ remount_cgroup2() {
 testcase_move_cost() {
         local out
         root=/sys/fs/cgroup/tonari-movecost
-        trap 'for d in movecost _home ""; do rmdir "$root/$d" 2>/dev/null || true; done; remount_cgroup2 plain' EXIT
+        trap 'for d in movecost _home _threads/movecost _threads/_home _threads ""; do rmdir "$root/$d" 2>/dev/null || true; done; remount_cgroup2 plain' EXIT
         echo "+cpu +io +pids" >/sys/fs/cgroup/cgroup.subtree_control
         for mode in plain favordynmods; do
                 remount_cgroup2 "$mode"
@@ -240,8 +242,8 @@ testcase_move_cost() {
                         assert_match "^moves=5000 enter_p50_us=" "$out"
                         echo "$mode ${t:---processes} $out" >>"$TONARI_VM_SHARE/movecost.txt"
                         # The program has exited: its cgroups are empty.
-                        for d in movecost _home ""; do
-                                rmdir "$root/$d"
+                        for d in movecost _home _threads/movecost _threads/_home _threads ""; do
+                                [[ ! -d $root/$d ]] || rmdir "$root/$d"
                         done
                 done
         done
