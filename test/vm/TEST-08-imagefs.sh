@@ -68,7 +68,9 @@ printf '[Pull]\nInsecureRegistries=%s\n' "$REGISTRY" >/etc/tonari/tonari-relay.c
 # Short, so that the outage test sees the timeout soon.
 printf '[ImageFS]\nReadTimeoutSec=5s\n' >/etc/tonari/tonari-imagefs.conf.d/50-test.conf
 systemctl restart tonari-relay.service
-systemctl start tonari-imagefs.service
+# Restart, not start: installing the package started the service already, with the default
+# ReadTimeoutSec= (30 s), and the drop-in above would not take effect.
+systemctl restart tonari-imagefs.service
 for w in base python3; do
         tonarictl image pull --plain-http "docker://$REGISTRY/tonari/$w:latest" "$w"
 done
