@@ -109,6 +109,8 @@ static size_t take_referenced_from_rem(MigratePlan *p, MigrateReferencedFunc ref
 static size_t take_head_from_rem(MigratePlan *p, size_t *out, size_t room) {
         size_t k = MIN(room, p->n_rem);
 
+        if (k == 0)
+                return 0; /* rem may be NULL for an empty set: memcpy() must not see it */
         memcpy(out, p->rem, k * sizeof(size_t));
         memmove(p->rem, p->rem + k, (p->n_rem - k) * sizeof(size_t));
         p->n_rem -= k;
