@@ -359,8 +359,9 @@ static const command_rec tonari_cmds[] = {
         { NULL },
 };
 
-/* The parent's cgroup directory, from /proc/self/cgroup's "0::/PATH", without a trailing _home
- * (where tonari_domain_prepare() put the parent at an earlier start). */
+/* The parent's cgroup directory, from /proc/self/cgroup's "0::/PATH", without a trailing _home or
+ * _threads/_home (where tonari_domain_prepare() put the parent at an earlier pass or start: the
+ * first pass of a start with TonariFailMode closed, or before a reload). */
 static const char *own_cgroup(apr_pool_t *p) {
         char line[4096], *path = NULL, *end;
         FILE *f = fopen("/proc/self/cgroup", "re");
@@ -380,8 +381,11 @@ static const char *own_cgroup(apr_pool_t *p) {
         if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) < 0 &&
             access("/sys/fs/cgroup/unified/cgroup.controllers", F_OK) >= 0)
                 path = apr_pstrcat(p, "/sys/fs/cgroup/unified", path + strlen("/sys/fs/cgroup"), NULL);
-        if ((end = strrchr(path, '/')) && strcmp(end + 1, TONARI_DOMAIN_HOME) == 0)
+        if ((end = strrchr(path, '/')) && strcmp(end + 1, TONARI_DOMAIN_HOME) == 0) {
                 *end = 0;
+                if ((end = strrchr(path, '/')) && strcmp(end + 1, TONARI_DOMAIN_THREADS) == 0)
+                        *end = 0;
+        }
         return path;
 }
 
