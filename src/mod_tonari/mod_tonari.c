@@ -78,6 +78,7 @@ typedef struct ServerConf {
         apr_hash_t *by_name;         /* name → int index + 1 (so that 0 is "none") */
         const char *map_path;
         DomainMap *map;
+        const char *map_warning;     /* a bad map at a reload, the kept one in use: for post_config */
         FailMode fail_mode;
         const char *cgroup;          /* TonariCgroup; NULL: the parent's own cgroup */
         /* Set by post_config: */
@@ -252,11 +253,13 @@ static void keep_map_text(process_rec *proc, const char *text, apr_size_t size) 
 
         if (apr_pool_create(&keep, proc->pool) != APR_SUCCESS)
                 return;
-        apr_pool_userdata_setn(apr_pstrmemdup(keep, text, size), MAP_KEEP_KEY, NULL, keep);
+        /* _set(), not _setn(): the keys must be copies, the literals are in the module's image,
+         * which is unmapped at a reload (and may come back at another address). */
+        apr_pool_userdata_set(apr_pstrmemdup(keep, text, size), MAP_KEEP_KEY, NULL, keep);
         apr_pool_userdata_get((void **) &old, MAP_KEEP_KEY "-pool", proc->pool);
         if (old)
                 apr_pool_destroy(old);
-        apr_pool_userdata_setn(keep, MAP_KEEP_KEY "-pool", NULL, proc->pool);
+        apr_pool_userdata_set(keep, MAP_KEEP_KEY "-pool", NULL, proc->pool);
 }
 
 /* The text keep_map_text() kept, or NULL. */
@@ -305,9 +308,11 @@ static const char *cmd_domain_map(cmd_parms *cmd, void *dummy, const char *path)
                 kept = kept_map_text(cmd->server->process);
                 if (!kept || domain_map_parse(kept, strlen(kept), find_domain, main_conf, &m, NULL, NULL) < 0)
                         return apr_psprintf(cmd->pool, "Bad map %s", why);
-                ap_log_error(APLOG_MARK, APLOG_ERR, 0, cmd->server,
-                             "mod_tonari: bad map %s; keeping the map loaded before (%" APR_SIZE_T_FMT " hosts)", why,
-                             domain_map_size(m));
+                /* Logged by post_config: the error log is not open while the configuration is read. */
+                main_conf->map_warning = apr_psprintf(cmd->pool,
+                                                      "mod_tonari: bad map %s; keeping the map loaded before (%" APR_SIZE_T_FMT
+                                                      " hosts)",
+                                                      why, domain_map_size(m));
         } else
                 keep_map_text(cmd->server->process, text, size);
 
@@ -443,6 +448,8 @@ static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *p
                                                            root ? root : "?"));
                 return OK;
         }
+        if (c->map_warning)
+                ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, "%s", c->map_warning);
         if (c->fail_mode == FAIL_UNSET)
                 c->fail_mode = FAIL_OPEN;
         c->enabled = 0;
