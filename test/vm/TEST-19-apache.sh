@@ -104,20 +104,26 @@ testcase_map_selects_domains() {
 }
 
 testcase_cpu_quota_slows_the_cgi() {
-        local free_wall limited_wall ratio cpu
+        local free_wall limited_wall ratio cpu out cgi_cpu
         # Warm both paths, then 300 ms of CPU each, unlimited then at 50 %.
         wall_us site1.example 20 >/dev/null
         free_wall=$(wall_us site1.example 300)
-        limited_wall=$(wall_us limited.example 300)
+        out=$(get limited.example /cgi-bin/spin?ms=300)
+        limited_wall=$(sed -n 's/.*wall_us=\([0-9]*\).*/\1/p' <<<"$out")
+        cgi_cpu=$(sed -n 's/.*cpu_us=\([0-9]*\).*/\1/p' <<<"$out")
         ratio=$(awk -v l="$limited_wall" -v f="$free_wall" 'BEGIN { printf "%.2f", l / f }')
         echo "300 ms of CPU: unlimited ${free_wall} us, CPUQuota=50% ${limited_wall} us, ratio $ratio"
         assert_ge "$ratio" 1.6 "limited / unlimited wall time"
         assert_le "$ratio" 2.6 "limited / unlimited wall time"
         assert_match "^[1-9][0-9]*$" "$(awk '/nr_throttled/ { print $2 }' $CG/limited/cpu.stat)"
-        # The request's CPU time, its CGI's included: about 300 ms.
+        # The request's CPU time: its CGI's whole life (more than the CGI measured of itself, from
+        # main() on) plus the worker's own work for it. That work (forking a parent that holds the
+        # 100 002-host map, exec) cost 60-200 ms in the TCG guest; the upper bound is what
+        # counting the CGI twice would reach.
         cpu=$(last_log 5)
-        assert_ge "$cpu" 280000 "tonari-cpu-us"
-        assert_le "$cpu" 400000 "tonari-cpu-us"
+        echo "tonari-cpu-us $cpu, the CGI's own measure $cgi_cpu"
+        assert_ge "$cpu" "$cgi_cpu" "tonari-cpu-us (the CGI's own CPU time counted)"
+        assert_le "$cpu" "$((2 * cgi_cpu - 1))" "tonari-cpu-us (the CGI's CPU time counted once)"
         # The worker is back home, nothing stays in the domain.
         assert_eq "" "$(cat $CG/limited/cgroup.procs)"
 }
@@ -154,9 +160,9 @@ testcase_bad_map_at_reload_keeps_the_old() {
         assert_rc_match 1 "tonari-test.map:100004: Invalid map line 'broken line with words'" apache2ctl configtest
         # A reload without apachectl's check (SIGUSR1): the parent logs and keeps the map.
         kill -USR1 "$(cat /run/apache2/apache2.pid)"
-        sleep 3
-        grep -q "bad map /etc/apache2/tonari-test.map:100004: .*keeping the map loaded before (100002 hosts)" \
-                /var/log/apache2/error.log
+        # Reading the 100 004-line map again takes seconds in the TCG guest.
+        timeout 60 sh -c 'until grep -q "mod_tonari: bad map /etc/apache2/tonari-test.map:100004: .*keeping the map loaded before (100002 hosts)" /var/log/apache2/error.log; do sleep 0.5; done'
+        assert_eq active "$(systemctl is-active apache2)"
         get site777.example / >/dev/null
         assert_eq 200 "$(cat /tmp/status)"
         assert_eq free "$(last_log 4)"
