@@ -309,10 +309,9 @@ static const char *cmd_domain_map(cmd_parms *cmd, void *dummy, const char *path)
                 if (!kept || domain_map_parse(kept, strlen(kept), find_domain, main_conf, &m, NULL, NULL) < 0)
                         return apr_psprintf(cmd->pool, "Bad map %s", why);
                 /* Logged by post_config: the error log is not open while the configuration is read. */
-                main_conf->map_warning = apr_psprintf(cmd->pool,
-                                                      "mod_tonari: bad map %s; keeping the map loaded before (%" APR_SIZE_T_FMT
-                                                      " hosts)",
-                                                      why, domain_map_size(m));
+                main_conf->map_warning = apr_psprintf(
+                        cmd->pool, "mod_tonari: bad map %s; keeping the map loaded before (%" APR_SIZE_T_FMT " hosts)",
+                        why, domain_map_size(m));
         } else
                 keep_map_text(cmd->server->process, text, size);
 
@@ -421,6 +420,28 @@ static int domains_failed(ServerConf *c, server_rec *s, int r, const char *what)
         return OK;
 }
 
+/* A threaded MPM's domain with an IO limit: domains_failed(), naming the directive. */
+static int io_on_thread_failed(ServerConf *c, server_rec *s, apr_pool_t *ptemp, const DomainConf *d,
+                               const char *name) {
+        return domains_failed(c, s, -EOPNOTSUPP,
+                              apr_psprintf(ptemp,
+                                           "%s= of domain '%s' (%s:%u): a threaded MPM moves threads, and IO limits "
+                                           "cannot be put on a thread (only on the whole server, its tenant)",
+                                           name, d->name, d->file, d->line));
+}
+
+/* The first IO limit of a domain (threaded MPMs refuse them), or NULL. */
+static const char *domain_io_property(const DomainConf *d) {
+        for (int j = 0; j < d->properties->nelts; j++) {
+                const DomainProperty *p = &APR_ARRAY_IDX(d->properties, j, DomainProperty);
+
+                if (p->property == TONARI_PROP_IO_READ_BANDWIDTH_MAX ||
+                    p->property == TONARI_PROP_IO_WRITE_BANDWIDTH_MAX)
+                        return tonari_property_to_string(p->property);
+        }
+        return NULL;
+}
+
 static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s) {
         ServerConf *c = ap_get_module_config(s->module_config, &tonari_module);
         const char *root;
@@ -437,6 +458,14 @@ static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *p
                         return OK;
                 if (ap_mpm_query(AP_MPMQ_IS_THREADED, &threaded) != APR_SUCCESS)
                         threaded = 0;
+                /* Known before any cgroup is touched: refused here, the start fails visibly. */
+                for (int i = 0; threaded != AP_MPMQ_NOT_SUPPORTED && i < c->domains->nelts; i++) {
+                        const DomainConf *d = &APR_ARRAY_IDX(c->domains, i, DomainConf);
+                        const char *io = domain_io_property(d);
+
+                        if (io)
+                                return io_on_thread_failed(c, s, ptemp, d, io);
+                }
                 root = c->cgroup ? c->cgroup : own_cgroup(ptemp);
                 r = root ? tonari_domain_prepare(root, threaded != AP_MPMQ_NOT_SUPPORTED ? TONARI_DOMAIN_THREADED : 0)
                          : -ENOENT;
@@ -486,12 +515,7 @@ static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *p
 
                         r = tonari_domain_set(d->domain, name, p->value);
                         if (r == -EOPNOTSUPP && c->threaded)
-                                return domains_failed(c, s, r,
-                                                      apr_psprintf(ptemp,
-                                                                   "%s= of domain '%s' (%s:%u): a threaded MPM moves "
-                                                                   "threads, and IO limits cannot be put on a "
-                                                                   "thread (only on the whole server, its tenant)",
-                                                                   name, d->name, d->file, d->line));
+                                return io_on_thread_failed(c, s, ptemp, d, name);
                         if (r < 0)
                                 return domains_failed(c, s, r,
                                                       apr_psprintf(ptemp, "cannot set %s=%s of domain '%s' (%s:%u)",
