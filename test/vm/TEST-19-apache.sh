@@ -107,9 +107,10 @@ testcase_cpu_quota_slows_the_cgi() {
         local free_wall limited_wall ratio cpu out cgi_cpu
         # Warm both paths, then 300 ms of CPU each, unlimited then at 50 %.
         wall_us site1.example 20 >/dev/null
-        free_wall=$(wall_us site1.example 300)
+        # The shortest of three runs each: the loaded host stalls the guest's vCPU now and then.
+        free_wall=$( (for _ in 1 2 3; do wall_us site1.example 300; done) | sort -n | head -n1)
+        limited_wall=$( (for _ in 1 2 3; do wall_us limited.example 300; done) | sort -n | head -n1)
         out=$(get limited.example /cgi-bin/spin?ms=300)
-        limited_wall=$(sed -n 's/.*wall_us=\([0-9]*\).*/\1/p' <<<"$out")
         cgi_cpu=$(sed -n 's/.*cpu_us=\([0-9]*\).*/\1/p' <<<"$out")
         ratio=$(awk -v l="$limited_wall" -v f="$free_wall" 'BEGIN { printf "%.2f", l / f }')
         echo "300 ms of CPU: unlimited ${free_wall} us, CPUQuota=50% ${limited_wall} us, ratio $ratio"
@@ -198,7 +199,8 @@ testcase_fail_open_and_closed() {
         # open: it serves, without domains, and says so.
         sed -i 's/^TonariFailMode closed/TonariFailMode open/' "$CONF"
         systemctl restart apache2
-        grep -q "TonariFailMode open: serving every request without domains" /var/log/apache2/error.log
+        # The daemonized parent's second configuration pass logs it, after systemctl returns.
+        timeout 30 sh -c 'until grep -q "TonariFailMode open: serving every request without domains" /var/log/apache2/error.log; do sleep 0.2; done'
         get limited.example / >/dev/null
         assert_eq 200 "$(cat /tmp/status)"
         assert_eq - "$(last_log 4)"
