@@ -35,21 +35,6 @@ static int reply_list(sd_bus_message *m, BorrowManager *bm, const char *contents
 }
 
 /* Reads a slice name and finds the slice. */
-static int read_slice(sd_bus_message *m, BorrowManager *bm, Slice **ret, sd_bus_error *error) {
-        const char *name;
-        Slice *s;
-        int r;
-
-        r = bus_slice_read_name(m, &name, error);
-        if (r < 0)
-                return r;
-        s = slice_manager_find(bm->slices, name);
-        if (!s || s->state == SLICE_CREATING)
-                return bus_slice_error_no_such(error, name);
-        *ret = s;
-        return 0;
-}
-
 /* ---- ChargeCPU */
 
 int bus_borrow_method_charge_cpu(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -65,7 +50,7 @@ int bus_borrow_method_charge_cpu(sd_bus_message *m, void *userdata, sd_bus_error
         r = borrow_verify_charger(m, bm, &pid, error);
         if (r < 0)
                 return r;
-        r = read_slice(m, bm, &s, error);
+        r = bus_slice_read_existing(m, bm->slices, &s, error);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(m, "t", &usec);
@@ -106,7 +91,7 @@ int bus_borrow_method_add_proxy(sd_bus_message *m, void *userdata, sd_bus_error 
         r = check_manager(bm, error);
         if (r < 0)
                 return r;
-        r = read_slice(m, bm, &s, error);
+        r = bus_slice_read_existing(m, bm->slices, &s, error);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(m, "us", &pid, &cgroup);

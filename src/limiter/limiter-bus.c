@@ -23,21 +23,6 @@ static int check_manager(LimiterManager *lm, sd_bus_error *error) {
 }
 
 /* The slice manager is reached through the limiter: slice names resolve against it. */
-static int read_slice(sd_bus_message *m, SliceManager *sm, Slice **ret, sd_bus_error *error) {
-        const char *name;
-        Slice *s;
-        int r;
-
-        r = bus_slice_read_name(m, &name, error);
-        if (r < 0)
-                return r;
-        s = slice_manager_find(sm, name);
-        if (!s || s->state == SLICE_CREATING)
-                return bus_slice_error_no_such(error, name);
-        *ret = s;
-        return 0;
-}
-
 /* ---- SetHogLimiting(s slice, s mode, a(sv) properties) */
 
 static int read_overrides(sd_bus_message *m, LimiterSliceOverrides *o, sd_bus_error *error) {
@@ -120,7 +105,7 @@ int bus_limiter_method_set_hog_limiting(sd_bus_message *m, void *userdata, sd_bu
         r = check_manager(lm, error);
         if (r < 0)
                 return r;
-        r = read_slice(m, limiter_manager_slices(lm), &s, error);
+        r = bus_slice_read_existing(m, limiter_manager_slices(lm), &s, error);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(m, "s", &mode_s);
@@ -200,7 +185,7 @@ static int method_register_common(sd_bus_message *m, void *userdata, sd_bus_erro
         uid = bus_sender_uid(m);
         if (uid == (uid_t) -1)
                 return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot tell who the caller is.");
-        r = read_slice(m, limiter_manager_slices(lm), &s, error);
+        r = bus_slice_read_existing(m, limiter_manager_slices(lm), &s, error);
         if (r < 0)
                 return r;
         r = sd_bus_message_read_array(m, 'u', (const void **) &array, &size);

@@ -96,6 +96,21 @@ int bus_slice_read_name(sd_bus_message *m, const char **ret, sd_bus_error *error
         return 0;
 }
 
+int bus_slice_read_existing(sd_bus_message *m, SliceManager *sm, Slice **ret, sd_bus_error *error) {
+        const char *name;
+        Slice *s;
+        int r;
+
+        r = bus_slice_read_name(m, &name, error);
+        if (r < 0)
+                return r;
+        s = slice_manager_find(sm, name);
+        if (!s || s->state == SLICE_CREATING)
+                return bus_slice_error_no_such(error, name);
+        *ret = s;
+        return 0;
+}
+
 /* What every method that changes something checks first: the caller, the daemon, the name. */
 static int begin_change(sd_bus_message *m, SliceManager *sm, const char **ret_name, sd_bus_error *error) {
         int r;
