@@ -63,6 +63,9 @@
 # packages (tonari, tonari-relay) and the tonari-imagefs binary.
 set -eu
 set -o pipefail
+# The test bed's image has Debian's Apache (for TEST-19), started at boot on port 80, which the
+# nginx workload needs.
+systemctl stop apache2.service 2>/dev/null || true
 
 rtts=0,10,50 workloads=base,python3,nginx,mariadb reps=3 seqread_workload='' imagefs_processes=image
 # No ToC costs a round trip per name: at 50 ms a python3 run took 148 s (1702 metadata round trips),
