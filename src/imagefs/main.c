@@ -13,6 +13,7 @@
 #include "imagefs-manager.h"
 #include "log.h"
 #include "mkdir.h"
+#include "option-util.h"
 #include "parse-util.h"
 #include "path-util.h"
 #include "rpc.h"
@@ -85,8 +86,7 @@ static void help(void) {
 
 static int parse_argv(int argc, char *argv[]) {
         enum {
-                ARG_VERSION = 0x100,
-                ARG_RELAY,
+                ARG_RELAY = ARG_COMMON_MAX,
                 ARG_LAYER,
                 ARG_TOC_DIGEST,
                 ARG_MOUNTPOINT,
@@ -105,8 +105,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_BUS_INTROSPECT,
         };
         static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
+                COMMON_OPTIONS,
                 { "relay", required_argument, NULL, ARG_RELAY },
                 { "layer", required_argument, NULL, ARG_LAYER },
                 { "toc-digest", required_argument, NULL, ARG_TOC_DIGEST },
@@ -130,12 +129,6 @@ static int parse_argv(int argc, char *argv[]) {
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("tonari-imagefs %s\n", PACKAGE_VERSION);
-                        return 0;
                 case ARG_RELAY:
                         arg_relay = optarg;
                         break;
@@ -213,14 +206,12 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_BUS_INTROSPECT:
                         arg_bus_introspect = optarg;
                         break;
-                case '?':
-                        return -EINVAL;
                 default:
-                        return log_error_errno(EINVAL, "Unhandled option %i.", c);
+                        return parse_common_option(c, "tonari-imagefs", help);
                 }
-        if (optind < argc)
-                return log_error_errno(EINVAL, "%s takes no positional arguments, got '%s'.",
-                                       program_invocation_short_name, argv[optind]);
+        r = refuse_positional_args(argc, argv);
+        if (r < 0)
+                return r;
         if (arg_n_layers == 0)
                 return 1; /* the service */
         if (!arg_relay || !arg_cache_dir)
