@@ -910,8 +910,9 @@ int forwarder_new(const ForwarderConfig *config, Forwarder **ret) {
 Forwarder *forwarder_free(Forwarder *f) {
         if (!f)
                 return NULL;
-        for (size_t i = 0; i < f->n_mounts; i++)
-                mount_free(f->mounts[i]);
+        /* Each leaves the table before it is freed: detaching it looks at the others. */
+        while (f->n_mounts > 0)
+                mount_free(f->mounts[--f->n_mounts]);
         free(f->mounts);
         while (f->conns)
                 conn_free(f->conns);

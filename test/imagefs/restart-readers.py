@@ -20,7 +20,12 @@ mounted, expected, stopfile, progress = (os.fsencode(a) for a in sys.argv[2:6])
 
 def regular_files(top):
         out = {}
-        for d, dirs, files in os.walk(top):
+
+        # os.walk() skips a directory it cannot list unless told: a listing error is an error here.
+        def failed(e):
+                raise e
+
+        for d, dirs, files in os.walk(top, onerror=failed):
                 for f in files:
                         p = os.path.join(d, f)
                         st = os.lstat(p)
@@ -51,7 +56,7 @@ def reader(n, want, held_path, q):
                 try:
                         return fn()
                 except OSError as e:
-                        errors.append("%s %s: %s" % (what, path, errno.errorcode.get(e.errno, e.errno)))
+                        errors.append("%s %s: %s" % (what, e.filename or path, errno.errorcode.get(e.errno, e.errno)))
                         return None
                 finally:
                         max_stall = max(max_stall, time.monotonic() - t)
