@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -126,7 +127,9 @@ static int detect_numa(const char *root, Features *f) {
 /*
  * cpu.cfs_borrowing_us, and cpu.cfs_charge_procs with it, come from tonari's kernel patches
  * (kernel/patches). They exist in every non-root cgroup with the cpu controller, so the top-level
- * cgroups (init.scope, system.slice, ...) are where to look.
+ * cgroups (init.scope, system.slice, ...) are where to look. systemd enables the controller there
+ * only once some unit asks for CPU settings, so on a fresh boot none may have it yet: then the
+ * answer is "not yet", and features_refresh() looks again.
  */
 static int detect_kernel_borrowing(const char *root, Features *f) {
         _cleanup_free_ char *top = NULL;
@@ -169,7 +172,16 @@ static int detect_kernel_borrowing(const char *root, Features *f) {
                 return -errno;
         return features_set(f, FEATURE_KERNEL_BORROWING, false,
                             "no cpu.cfs_borrowing_us in the top-level cgroups (kernel without tonari's "
-                            "kernel/patches, or the cpu controller not enabled)");
+                            "kernel/patches, or the cpu controller not enabled in any of them yet)");
+}
+
+int features_refresh(const char *root, Features *f) {
+        assert(f);
+
+        /* Once found, the interface stays: only a negative answer can change. */
+        if (f->feature[FEATURE_KERNEL_BORROWING].available)
+                return 0;
+        return detect_kernel_borrowing(root, f);
 }
 
 int features_detect(const char *root, Features *ret) {

@@ -6,8 +6,10 @@
 #include "cgroup-util.h"
 
 /*
- * What this host offers the capabilities that build on it. Probed once at start-up; exported as
- * the Features property: (name, available, detail), where detail says what was found or why not.
+ * What this host offers the capabilities that build on it. Probed at start-up, and what can appear
+ * later (the kernel's borrowing files, once the cpu controller is enabled) again on every read;
+ * exported as the Features property: (name, available, detail), where detail says what was found
+ * or why not.
  */
 typedef enum FeatureId {
         FEATURE_SYSTEMD,   /* systemd is PID 1: slices can be systemd units */
@@ -40,5 +42,7 @@ const char *feature_to_string(FeatureId id) _const_;
 /* Probes the system whose filesystem starts at root ("/" normally, a fake tree in tests). */
 int features_detect(const char *root, Features *ret);
 void features_done(Features *f);
+/* Probes again what may have appeared since: the kernel-borrowing entry while it is negative. */
+int features_refresh(const char *root, Features *f);
 /* Sets one entry; detail is formatted. */
 int features_set(Features *f, FeatureId id, bool available, const char *format, ...) _printf_(4, 5);

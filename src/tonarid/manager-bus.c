@@ -20,9 +20,12 @@ static int property_get_version(sd_bus *bus, const char *path, const char *inter
 }
 
 static int append_features(sd_bus_message *reply, void *userdata) {
-        const Manager *m = userdata;
+        Manager *m = userdata;
         int r;
 
+        r = features_refresh("/", &m->features);
+        if (r < 0)
+                log_debug_errno(r, "Failed to probe the host's features again, keeping what was found: %m");
         r = sd_bus_message_open_container(reply, 'a', "(sbs)");
         if (r < 0)
                 return r;
@@ -190,7 +193,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
 
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Features", "a(sbs)", property_get_features, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        /* No signal: an entry can turn true after a read (see features_refresh()). */
+        SD_BUS_PROPERTY("Features", "a(sbs)", property_get_features, 0, 0),
         SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("LogLevel", "s", property_get_log_level, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("StartTimestamp", "t", NULL, offsetof(Manager, start_realtime_usec),

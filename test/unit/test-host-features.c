@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <unistd.h>
+
 #include "fake-tree.h"
 #include "host-features.h"
 
@@ -117,4 +119,35 @@ START_TEST(test_kernel_borrowing) {
 }
 END_TEST
 
-TEST_SUITE("host-features", test_vm_like_host, test_dev_like_host, test_odd_numa, test_kernel_borrowing)
+/* On a fresh boot no top-level cgroup may have the cpu controller yet: a later refresh finds the
+ * files once one has, and a positive answer is kept even if they go again. */
+START_TEST(test_kernel_borrowing_refresh) {
+        _cleanup_free_ char *gone = NULL;
+        Features f;
+
+        fake_root_new();
+        fake_file("proc/cgroups", PROC_CGROUPS_UNIFIED);
+        fake_file("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n");
+        fake_file("sys/fs/cgroup/init.scope/cgroup.procs", "1\n");
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, false, "cpu controller not enabled in any of them yet");
+        ck_assert_int_eq(features_refresh(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, false, "no cpu.cfs_borrowing_us");
+
+        fake_file("sys/fs/cgroup/system.slice/cpu.cfs_borrowing_us", "0\n");
+        fake_file("sys/fs/cgroup/system.slice/cpu.cfs_charge_procs", "");
+        ck_assert_int_eq(features_refresh(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, true,
+                       "cpu.cfs_borrowing_us and cpu.cfs_charge_procs in /sys/fs/cgroup/system.slice");
+
+        gone = strjoin(fake_root, "/sys/fs/cgroup/system.slice/cpu.cfs_borrowing_us");
+        ck_assert_ptr_nonnull(gone);
+        ck_assert_int_eq(unlink(gone), 0);
+        ck_assert_int_eq(features_refresh(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, true, "in /sys/fs/cgroup/system.slice");
+        features_done(&f);
+}
+END_TEST
+
+TEST_SUITE("host-features", test_vm_like_host, test_dev_like_host, test_odd_numa, test_kernel_borrowing,
+           test_kernel_borrowing_refresh)
