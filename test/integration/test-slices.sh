@@ -131,12 +131,16 @@ testcase_cpu_quota_holds() {
         "${CTL[@]}" slice create "${P}cpu" CPUQuota=20%
         sh -c 'while :; do :; done' &
         loop=$!
+        # What the loop gets without a limit right now: on a loaded host it may be less than the
+        # quota, and then the quota cannot be what holds it back.
+        free=$(cpu_percent "$loop" 2)
         "${CTL[@]}" slice attach "${P}cpu" "$loop"
         assert_match "(^|[[:space:]])$loop([[:space:]]|$)" "$(cat "$(slice_dir "${P}cpu")/cgroup.procs")"
         sleep 1
         percent=$(cpu_percent "$loop" 5)
-        echo "TONARI-RESULT host-cgroupfs cpu-quota-20% measured ${percent}%"
-        assert_ge "$percent" 17 "CPU share of a busy loop under CPUQuota=20%"
+        echo "TONARI-RESULT host-cgroupfs cpu-quota-20% measured ${percent}% (${free}% without the limit)"
+        assert_ge "$percent" "$(awk -v f="$free" 'BEGIN { printf "%d", 0.85 * (f < 20 ? f : 20) }')" \
+                "CPU share of a busy loop under CPUQuota=20% (${free}% without it)"
         assert_le "$percent" 23 "CPU share of a busy loop under CPUQuota=20%"
         # The slice's own accounting saw the work: about 6 s at 20%, so well over 0.8 s.
         assert_ge "$(sprop "${P}cpu" CPUUsageUSec | cut -d' ' -f2)" 800000

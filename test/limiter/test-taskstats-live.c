@@ -216,10 +216,9 @@ static void on_exit_record(const TaskstatsSample *s, void *userdata) {
         }
 }
 
+/* Spins until it has had 300 ms of CPU (not of wall time: a loaded machine gives it less). */
 static void busy_then_exit(void *arg) {
-        usec_t end = now(CLOCK_MONOTONIC) + 300 * USEC_PER_MSEC;
-
-        while (now(CLOCK_MONOTONIC) < end)
+        while (now(CLOCK_PROCESS_CPUTIME_ID) < 300 * USEC_PER_MSEC)
                 ;
         _exit(7);
 }
@@ -261,8 +260,8 @@ START_TEST(test_exit_notification) {
         ck_assert(x.last.start_time_estimated);
         ck_assert(taskstats_same_start_time(x.last.start_time_ticks, ticks));
         ck_assert(!taskstats_same_start_time(x.last.start_time_ticks, ticks + 100));
-        /* Its final CPU time: the 300 ms loop, on a machine others share. */
-        ck_assert_uint_ge(cpu_of(&x.last), 100 * USEC_PER_MSEC);
+        /* Its final CPU time: the 300 ms of the loop (taskstats counts in scheduler ticks as well). */
+        ck_assert_uint_ge(cpu_of(&x.last), 250 * USEC_PER_MSEC);
         ck_assert_uint_le(cpu_of(&x.last), x.last.elapsed_usec + 20 * USEC_PER_MSEC);
         ck_assert_uint_eq(taskstats_exits_lost(t), 0);
 
@@ -485,9 +484,10 @@ START_TEST(test_many_sleepers) {
         /* Held open is no slower than opening the files each time (ratio of the same run, with a
          * margin for a shared machine; the numbers themselves are in docs/BENCHMARKS.md). */
         ck_assert_uint_lt(round4, 3 * round3);
-        /* A round has a 3 s interval to fit in; a tenth of it, on a busy shared machine. */
-        ck_assert_uint_lt(round2, 300 * USEC_PER_MSEC);
-        ck_assert_uint_lt(round3, 300 * USEC_PER_MSEC);
+        /* A round has a 3 s interval to fit in; a third of it, on a busy shared machine under a
+         * sanitizer (303 ms was seen at load 13 under ASan; the idle host needs about 30 ms). */
+        ck_assert_uint_lt(round2, USEC_PER_SEC);
+        ck_assert_uint_lt(round3, USEC_PER_SEC);
 }
 END_TEST
 
