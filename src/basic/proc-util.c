@@ -17,35 +17,50 @@
 #define PF_KTHREAD 0x00200000U
 
 int proc_stat_parse(const char *text, ProcStat *ret) {
-        _cleanup_strv_free_ char **f = NULL;
-        const char *close;
-        uint64_t ppid, flags, utime, stime, start;
-        int r;
+        /* The fields wanted, by their number in proc(5), in order; the others (some of them
+         * negative, like priority and nice) are skipped. */
+        static const unsigned wanted[] = { 4, 9, 14, 15, 20, 22 };
+        uint64_t v[ELEMENTSOF(wanted)];
+        const char *close, *p;
+        size_t k = 0;
 
-        /* "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime ..."
-         * comm may contain anything, so parse from its last ')'. */
+        /* "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
+         * cutime cstime priority nice num_threads itrealvalue starttime ..."; comm may contain anything,
+         * so parse from its last ')'. Read once per process and round by the hog limiter: no
+         * allocation. */
         close = strrchr(text, ')');
-        if (!close || close[1] != ' ')
+        if (!close || close[1] != ' ' || !close[2] || close[3] != ' ')
                 return -EBADMSG;
-        r = strv_split(close + 2, " \n", &f);
-        if (r < 0)
-                return r;
-        /* f[0] = state (field 3), f[1] = ppid, f[6] = flags (field 9), f[11] = utime, f[12] = stime,
-         * f[19] = starttime (field 22) */
-        if (strv_length(f) < 20 || strlen(f[0]) != 1)
-                return -EBADMSG;
-        if (safe_atou64(f[1], &ppid) < 0 || safe_atou64(f[6], &flags) < 0 || safe_atou64(f[11], &utime) < 0 ||
-            safe_atou64(f[12], &stime) < 0 || safe_atou64(f[19], &start) < 0 || flags > UINT32_MAX ||
-            ppid > INT32_MAX)
+        p = close + 4;
+        for (unsigned field = 4; k < ELEMENTSOF(wanted); field++) {
+                size_t n = strcspn(p, " \n");
+                char buf[24];
+
+                if (n == 0)
+                        return -EBADMSG;
+                if (field == wanted[k]) {
+                        if (n >= sizeof(buf))
+                                return -EBADMSG;
+                        memcpy(buf, p, n);
+                        buf[n] = 0;
+                        if (safe_atou64(buf, &v[k++]) < 0)
+                                return -EBADMSG;
+                }
+                p += n;
+                if (*p == ' ')
+                        p++;
+        }
+        if (v[0] > INT32_MAX || v[1] > UINT32_MAX || v[4] > UINT32_MAX)
                 return -EBADMSG;
 
         *ret = (ProcStat){
-                .state = f[0][0],
-                .ppid = (pid_t) ppid,
-                .flags = (unsigned) flags,
-                .utime_ticks = utime,
-                .stime_ticks = stime,
-                .start_time_ticks = start,
+                .state = close[2],
+                .ppid = (pid_t) v[0],
+                .flags = (unsigned) v[1],
+                .utime_ticks = v[2],
+                .stime_ticks = v[3],
+                .num_threads = (unsigned) v[4],
+                .start_time_ticks = v[5],
         };
         return 0;
 }
@@ -124,27 +139,32 @@ int proc_io_parse(const char *text, ProcIO *ret) {
                 { "write_bytes", offsetof(ProcIO, write_bytes) },
                 { "cancelled_write_bytes", offsetof(ProcIO, cancelled_write_bytes) },
         };
-        _cleanup_strv_free_ char **lines = NULL;
         ProcIO io = {};
         unsigned seen = 0;
-        int r;
 
         /* "key: value" lines; keys the kernel may add later are ignored, but every known one must
-         * be there exactly once. */
-        r = strv_split(text, "\n", &lines);
-        if (r < 0)
-                return r;
-        STRV_FOREACH(l, lines) {
-                const char *colon = strchr(*l, ':');
+         * be there exactly once. Read once per process and round by the hog limiter: no allocation. */
+        for (const char *l = text, *end; *l; l = *end ? end + 1 : end) {
+                const char *colon;
+                char buf[24];
                 uint64_t v;
 
+                end = strchrnul(l, '\n');
+                if (end == l)
+                        continue;
+                colon = memchr(l, ':', end - l);
                 if (!colon || colon[1] != ' ')
                         return -EBADMSG;
                 for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
-                        if (strlen(fields[i].key) != (size_t) (colon - *l) ||
-                            !strneq(*l, fields[i].key, colon - *l))
+                        size_t n = end - colon - 2;
+
+                        if (strlen(fields[i].key) != (size_t) (colon - l) || !strneq(l, fields[i].key, colon - l))
                                 continue;
-                        if ((seen & (1U << i)) || safe_atou64(colon + 2, &v) < 0)
+                        if ((seen & (1U << i)) || n == 0 || n >= sizeof(buf))
+                                return -EBADMSG;
+                        memcpy(buf, colon + 2, n);
+                        buf[n] = 0;
+                        if (safe_atou64(buf, &v) < 0)
                                 return -EBADMSG;
                         memcpy((uint8_t *) &io + fields[i].offset, &v, sizeof(v));
                         seen |= 1U << i;
@@ -166,24 +186,24 @@ int proc_pid_io(const char *proc, pid_t pid, ProcIO *ret) {
         return proc_io_parse(text, ret);
 }
 
-int proc_schedstat_parse(const char *text, usec_t *ret_run_delay_usec) {
-        unsigned long long on_cpu, run_delay;
+int proc_schedstat_parse(const char *text, ProcSchedstat *ret) {
+        unsigned long long on_cpu, run_delay, slices;
 
         /* "<ns on CPU> <ns runnable waiting for a CPU> <timeslices>" */
-        if (sscanf(text, "%llu %llu", &on_cpu, &run_delay) != 2)
+        if (sscanf(text, "%llu %llu %llu", &on_cpu, &run_delay, &slices) != 3)
                 return -EBADMSG;
-        *ret_run_delay_usec = (usec_t) run_delay / NSEC_PER_USEC;
+        *ret = (ProcSchedstat){ .on_cpu_nsec = on_cpu, .run_delay_nsec = run_delay, .timeslices = slices };
         return 0;
 }
 
-int proc_pid_schedstat(const char *proc, pid_t pid, usec_t *ret_run_delay_usec) {
+int proc_pid_schedstat(const char *proc, pid_t pid, ProcSchedstat *ret) {
         _cleanup_free_ char *text = NULL;
         int r;
 
         r = read_pid_file(proc, pid, "schedstat", &text);
         if (r < 0)
                 return r;
-        return proc_schedstat_parse(text, ret_run_delay_usec);
+        return proc_schedstat_parse(text, ret);
 }
 
 int proc_pid_is_kernel_thread(const char *proc, pid_t pid) {

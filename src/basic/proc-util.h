@@ -18,6 +18,7 @@ typedef struct ProcStat {
         unsigned flags;    /* PF_* */
         uint64_t utime_ticks;
         uint64_t stime_ticks;
+        unsigned num_threads;
         uint64_t start_time_ticks; /* since boot: with the PID, identifies one process */
 } ProcStat;
 
@@ -54,12 +55,18 @@ int proc_io_parse(const char *text, ProcIO *ret);
 int proc_pid_io(const char *proc, pid_t pid, ProcIO *ret);
 
 /*
- * /proc/<pid>/schedstat (the process's main thread): the time it spent runnable waiting for a CPU,
- * which the scheduler counts whether or not delay accounting is on. -ENOENT without
- * CONFIG_SCHED_INFO.
+ * /proc/<pid>/schedstat (the process's main thread): its time on a CPU, the time it spent runnable
+ * waiting for one (counted whether or not delay accounting is on) and how often it ran. -ENOENT
+ * without CONFIG_SCHED_INFO.
  */
-int proc_schedstat_parse(const char *text, usec_t *ret_run_delay_usec);
-int proc_pid_schedstat(const char *proc, pid_t pid, usec_t *ret_run_delay_usec);
+typedef struct ProcSchedstat {
+        uint64_t on_cpu_nsec;
+        uint64_t run_delay_nsec;
+        uint64_t timeslices;
+} ProcSchedstat;
+
+int proc_schedstat_parse(const char *text, ProcSchedstat *ret);
+int proc_pid_schedstat(const char *proc, pid_t pid, ProcSchedstat *ret);
 
 /* 1 for a kernel thread (PF_KTHREAD), 0 for a user process, -ESRCH if there is none. */
 int proc_pid_is_kernel_thread(const char *proc, pid_t pid);

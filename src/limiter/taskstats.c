@@ -400,7 +400,7 @@ static int read_io(Taskstats *t, pid_t pid, int fd, ProcIO *ret) {
         return proc_io_parse(buf, ret);
 }
 
-static int read_run_delay(Taskstats *t, pid_t pid, int fd, usec_t *ret) {
+static int read_schedstat(Taskstats *t, pid_t pid, int fd, ProcSchedstat *ret) {
         char buf[128];
         int r;
 
@@ -453,10 +453,14 @@ static int query_fds(Taskstats *t, int attr, pid_t pid, bool with_proc_io, int s
                 s.write_syscalls = io.syscw;
                 s.read_char = io.rchar;
                 s.write_char = io.wchar;
-                r = read_run_delay(t, pid, sched_fd, &s.run_delay_usec);
+                ProcSchedstat ss;
+
+                r = read_schedstat(t, pid, sched_fd, &ss);
                 if (r == -ESRCH)
                         return r;
                 s.have_run_delay = r >= 0;
+                if (r >= 0)
+                        s.run_delay_usec = ss.run_delay_nsec / NSEC_PER_USEC;
         }
 
         if (stat_fd < 0) {
@@ -502,6 +506,9 @@ struct TaskstatsProcess {
         uint64_t last_cpu_ticks;
         ProcIO last_io;
         TaskstatsSample last;
+        /* One thread, asleep when the last full sample began; its schedstat read just before. */
+        bool last_asleep_single;
+        ProcSchedstat last_sched;
 };
 
 int taskstats_process_open(Taskstats *t, pid_t pid, TaskstatsProcess **ret) {
@@ -562,10 +569,42 @@ int taskstats_process_sample(Taskstats *t, TaskstatsProcess *p, TaskstatsSample 
         return 0;
 }
 
+/* The last full sample again, its times moved on to now. */
+static TaskstatsSample repeat_last(const TaskstatsProcess *p) {
+        TaskstatsSample s = p->last;
+        usec_t ts = now(CLOCK_MONOTONIC);
+
+        s.elapsed_usec += ts - s.timestamp_usec;
+        if (s.group_elapsed_usec > 0)
+                s.group_elapsed_usec += ts - s.timestamp_usec;
+        s.timestamp_usec = ts;
+        return s;
+}
+
 int taskstats_process_sample_changed(Taskstats *t, TaskstatsProcess *p, TaskstatsSample *ret) {
+        ProcSchedstat ss = {};
+        bool have_sched = false;
         ProcStat st;
         ProcIO io;
         int r;
+
+        /* One read for a process of one thread that was asleep at its last full sample: if its
+         * thread has not run since (time on CPU and number of runs the same) and has not waited
+         * runnable, it is still in that sleep, so nothing taskstats or its /proc files report has
+         * moved (I/O needs system calls, a new thread or an exit needs it to run). The file is
+         * read before the others on the way to a full sample, so a run in between is seen next
+         * time. The fd is of this process: once it is gone the read fails, whoever has the PID. */
+        if (p->sched_fd >= 0) {
+                r = read_schedstat(t, p->pid, p->sched_fd, &ss);
+                if (r == -ESRCH)
+                        return r;
+                have_sched = r >= 0;
+        }
+        if (have_sched && p->have_last && p->last_asleep_single && ss.on_cpu_nsec == p->last_sched.on_cpu_nsec &&
+            ss.run_delay_nsec == p->last_sched.run_delay_nsec && ss.timeslices == p->last_sched.timeslices) {
+                *ret = repeat_last(p);
+                return 0;
+        }
 
         r = read_stat(t, p->pid, p->stat_fd, &st);
         if (r < 0)
@@ -580,14 +619,11 @@ int taskstats_process_sample_changed(Taskstats *t, TaskstatsProcess *p, Taskstat
          * would show as state R or D, or as CPU time or I/O). */
         if (p->have_last && (st.state == 'S' || st.state == 'I') &&
             st.utime_ticks + st.stime_ticks == p->last_cpu_ticks && memcmp(&io, &p->last_io, sizeof(io)) == 0) {
-                TaskstatsSample s = p->last;
-                usec_t ts = now(CLOCK_MONOTONIC);
-
-                s.elapsed_usec += ts - s.timestamp_usec;
-                if (s.group_elapsed_usec > 0)
-                        s.group_elapsed_usec += ts - s.timestamp_usec;
-                s.timestamp_usec = ts;
-                *ret = s;
+                /* It ran, but not enough to show: from now on its schedstat is compared with this
+                 * reading, taken before the others. */
+                p->last_asleep_single = have_sched && st.num_threads == 1;
+                p->last_sched = ss;
+                *ret = repeat_last(p);
                 return 0;
         }
 
@@ -595,6 +631,8 @@ int taskstats_process_sample_changed(Taskstats *t, TaskstatsProcess *p, Taskstat
         if (r < 0)
                 return r;
         p->have_last = true;
+        p->last_asleep_single = have_sched && st.num_threads == 1 && (st.state == 'S' || st.state == 'I');
+        p->last_sched = ss;
         p->last_cpu_ticks = st.utime_ticks + st.stime_ticks;
         p->last_io = (ProcIO) { .rchar = ret->read_char, .wchar = ret->write_char, .syscr = ret->read_syscalls,
                                 .syscw = ret->write_syscalls, .read_bytes = ret->read_bytes,

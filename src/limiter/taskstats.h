@@ -138,9 +138,10 @@ uint64_t taskstats_process_start_time(const TaskstatsProcess *p);
 int taskstats_process_sample(Taskstats *t, TaskstatsProcess *p, TaskstatsSample *ret);
 /*
  * The same, but for a process that is asleep and has used no CPU tick and done no I/O since the
- * previous call, the previous sample with the time moved on, from two reads of its open files and
- * no netlink query (a round over many idle processes costs that much less). 1 for a fresh sample,
- * 0 for a repeated one.
+ * previous call, the previous sample with the time moved on, without a netlink query (a round over
+ * many idle processes costs that much less): one read of its open schedstat for a process of one
+ * thread whose thread has not run since, else two reads (stat and io). 1 for a fresh sample, 0 for
+ * a repeated one.
  */
 int taskstats_process_sample_changed(Taskstats *t, TaskstatsProcess *p, TaskstatsSample *ret);
 

@@ -120,9 +120,12 @@ START_TEST(test_busy_loop) {
         ck_assert_uint_ge(cpu, wall / 10);
         ck_assert_uint_le(cpu, wall + 20 * USEC_PER_MSEC);
         /* taskstats and /proc are read one after the other, and the loop runs in between: on a
-         * loaded host the gap between the two readings reaches tens of milliseconds. */
-        ck_assert_uint_le(cpu, proc_cpu + 30 * USEC_PER_MSEC + proc_cpu / 10);
-        ck_assert_uint_ge(cpu + 30 * USEC_PER_MSEC + cpu / 10, proc_cpu);
+         * loaded host the gap between the two readings reaches tens of milliseconds. And they count
+         * differently: taskstats has the raw tick samples, /proc scales them to the scheduler's
+         * exact runtime; when the loop shares its CPU, ticks that land in its slices more or less
+         * often than their share make the two differ by up to a fifth (seen at load 13). */
+        ck_assert_uint_le(cpu, proc_cpu + 30 * USEC_PER_MSEC + proc_cpu / 4);
+        ck_assert_uint_ge(cpu + 30 * USEC_PER_MSEC + cpu / 4, proc_cpu);
         /* The process (one thread) is the task. */
         ck_assert_int_eq(pa.kind, TASKSTATS_THREAD_GROUP);
         ck_assert_uint_le(cpu_of(&pb) - cpu_of(&pa), wall + 20 * USEC_PER_MSEC);

@@ -18,17 +18,31 @@ START_TEST(test_stat_parse) {
         ck_assert_uint_eq(st.flags, 4194304);
         ck_assert_uint_eq(st.utime_ticks, 17);
         ck_assert_uint_eq(st.stime_ticks, 23);
+        ck_assert_uint_eq(st.num_threads, 1);
         ck_assert_uint_eq(st.start_time_ticks, 99);
+
+        /* A real-time thread group: negative priority and nice are skipped, not refused. */
+        ck_assert_int_eq(proc_stat_parse("42 (rt) D 1 42 42 0 -1 4194560 0 0 0 0 3 4 0 0 -51 -20 12 0 777 0 0\n", &st),
+                         0);
+        ck_assert_int_eq(st.state, 'D');
+        ck_assert_uint_eq(st.utime_ticks, 3);
+        ck_assert_uint_eq(st.stime_ticks, 4);
+        ck_assert_uint_eq(st.num_threads, 12);
+        ck_assert_uint_eq(st.start_time_ticks, 777);
 
         /* A command name can be anything, including ") S 1" and spaces. */
         ck_assert_int_eq(proc_stat_parse("7 (evil) R 9 (x) S 2 7 7 0 -1 2097216 0 0 0 0 5 6 0 0 20 0 1 0 9 0 0\n", &st), 0);
         ck_assert_int_eq(st.state, 'S');
         ck_assert_int_eq(st.ppid, 2);
         ck_assert_uint_eq(st.flags, 2097216);
+        ck_assert_uint_eq(st.start_time_ticks, 9);
 
         const char *bad[] = { "", "1234", "1234 (bash", "1 (x) S 1 2 3", "1 (x)S 1 1 1 1 1 1 1 1 1 1 5 6",
                               "1 (x) SS 1 1 1 1 1 1 1 1 1 1 5 6", "1 (x) S -1 1 1 1 1 1 1 1 1 1 5 6",
-                              "1 (x) S 1 1 1 1 1 flags 1 1 1 1 5 6" };
+                              "1 (x) S 1 1 1 1 1 flags 1 1 1 1 5 6",
+                              "1 (x) S 1 1 1 1 -1 4194304 0 0 0 0 5 6 0 0 20 0 threads 0 9",
+                              "1 (x) S 1 1 1 1 -1 4194304 0 0 0 0 5 6 0 0 20 0 1 0",
+                              "1 (x) S 1 1 1 1 -1 4194304 0 0 0 0 5 6 0 0 20 0 1 0 99999999999999999999999" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 ck_assert_msg(proc_stat_parse(bad[i], &st) == -EBADMSG, "'%s' accepted", bad[i]);
 }
@@ -156,13 +170,16 @@ START_TEST(test_start_time) {
 END_TEST
 
 START_TEST(test_schedstat) {
-        usec_t d = 4242;
+        ProcSchedstat d = { .run_delay_nsec = 4242 };
 
         ck_assert_int_eq(proc_schedstat_parse("2294076 1500999 3\n", &d), 0);
-        ck_assert_uint_eq(d, 1500);
+        ck_assert_uint_eq(d.on_cpu_nsec, 2294076);
+        ck_assert_uint_eq(d.run_delay_nsec, 1500999);
+        ck_assert_uint_eq(d.timeslices, 3);
         ck_assert_int_eq(proc_schedstat_parse("12\n", &d), -EBADMSG);
+        ck_assert_int_eq(proc_schedstat_parse("12 13\n", &d), -EBADMSG);
         ck_assert_int_eq(proc_schedstat_parse("", &d), -EBADMSG);
-        ck_assert_uint_eq(d, 1500); /* untouched */
+        ck_assert_uint_eq(d.run_delay_nsec, 1500999); /* untouched */
         /* Ours, if the kernel keeps it (CONFIG_SCHED_INFO). */
         int r = proc_pid_schedstat("/proc", getpid(), &d);
         ck_assert(r == 0 || r == -ENOENT);
