@@ -184,7 +184,7 @@ usage_of() {
 # together and of the copiers together; what the flood slices were charged, repaid, overran, were
 # forgiven and owe (see org.tonari.Manager1(5)); CPU 0's idle time.
 cpu_snapshot() {
-        local n=$1 i floods=0 copiers=0 charged=0 repaid=0 overrun=0 forgiven=0 debt=0 c r o f d
+        local n=$1 i floods=0 copiers=0 charged=0 repaid=0 overrun=0 forgiven=0 debt=0 c r o f d tonarid
         for ((i = 1; i < n; i++)); do
                 floods=$((floods + $(usage_of "tonari-c$i.slice")))
                 copiers=$((copiers + $(usage_of "bench-log-c$i.scope")))
@@ -196,9 +196,10 @@ cpu_snapshot() {
                 forgiven=$((forgiven + f))
                 debt=$((debt + d))
         done
+        tonarid=$(tonarid_cpu_usec)
         echo "$(($(date +%s%N) / 1000)) $(usage_of tonari-c0.slice) $floods $copiers $charged $repaid $overrun" \
                 "$(awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu0" { printf "%d", ($5 + $6) * 1000000 / hz }' /proc/stat)" \
-                "$forgiven $debt $(($(tonarid_cpu_usec) + $(unit_cpu_usec dbus.service)))"
+                "$forgiven $debt $((tonarid + $(unit_cpu_usec dbus.service))) $tonarid"
 }
 
 # run_case N FLOOD MODE → prints events/s of sysbench in c0.
@@ -256,11 +257,12 @@ run_case() {
         # ("uncharged") is taken from the neighbours.
         awk -v n="$n" -v f="$flood" -v m="$3" -v b="$before" -v a="$after" 'BEGIN {
                 split(b, x); split(a, y); w = y[1] - x[1]
-                printf "CPU0 n=%s flood=%s mode=%s sysbench=%.3f floods=%.3f copiers=%.3f charged=%.3f repaid=%.3f overrun=%.3f forgiven=%.3f debt%+.3f floods+copiers=%.3f quota=%.3f idle=%.3f other=%.3f daemons=%.3f\n",
+                printf "CPU0 n=%s flood=%s mode=%s sysbench=%.3f floods=%.3f copiers=%.3f charged=%.3f repaid=%.3f overrun=%.3f forgiven=%.3f debt%+.3f floods+copiers=%.3f quota=%.3f idle=%.3f other=%.3f daemons=%.3f tonarid=%.3f\n",
                         n, f, m, (y[2] - x[2]) / w, (y[3] - x[3]) / w, (y[4] - x[4]) / w,
                         (y[5] - x[5]) / w, (y[6] - x[6]) / w, (y[7] - x[7]) / w, (y[9] - x[9]) / w,
                         (y[10] - x[10]) / w, (y[3] - x[3] + y[4] - x[4]) / w, (n - 1) / n, (y[8] - x[8]) / w,
-                        1 - (y[2] - x[2] + y[3] - x[3] + y[4] - x[4] + y[8] - x[8]) / w, (y[11] - x[11]) / w }' >>"$work/cpu0"
+                        1 - (y[2] - x[2] + y[3] - x[3] + y[4] - x[4] + y[8] - x[8]) / w, (y[11] - x[11]) / w,
+                        (y[12] - x[12]) / w }' >>"$work/cpu0"
         eps=$(awk '/events per second:/ { print $4 }' "$work/sysbench.out")
         [[ -n $eps ]] || { cat "$work/sysbench.out" >&2; return 1; }
         # The CPU time sysbench got (its slice holds nothing else) and what it did with each
@@ -355,7 +357,7 @@ echo
 awk -v c=$((cpu_end - cpu_start)) -v w=$(((wall_end - wall_start) / 1000)) \
         'BEGIN { printf "tonarid CPU time during the runs: %.2f s of %.0f s wall (%.2f%% of one CPU)\n", c / 1e6, w / 1e6, 100 * c / w }'
 echo "GetStatus: $(busctl call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 GetStatus --json=short |
-        python3 -c 'import json,sys; d=json.load(sys.stdin)["data"][0]; print({k: d[k]["data"] for k in ("BorrowWorkUSec", "BorrowTicks", "BorrowCgroupWrites", "BorrowProbeReads", "BorrowStateWrites", "BorrowStateWriteUSec", "CPUUsageUSec") if k in d})')"
+        python3 -c 'import json,sys; d=json.load(sys.stdin)["data"][0]; print({k: d[k]["data"] for k in ("BorrowWorkUSec", "BorrowTicks", "BorrowCgroupWrites", "BorrowProbeReads", "BorrowStateWrites", "BorrowStateWriteUSec", "BorrowJournalWrites", "CPUUsageUSec") if k in d})')"
 echo "sysbench's share of CPU 0 and events per CPU second (quota share = 1/N):"
 cat "$work/sysbench"
 echo "Where CPU 0's time went while sysbench ran (shares of the wall time):"
@@ -376,7 +378,8 @@ for n in "${n_list[@]}"; do
                         }
                         echo "CASE n=$n flood=$f mode=$m ratio=$(sed -n "s/^RATIO n=$n flood=$f mode=$m ratio=//p" "$work/ratios")" \
                                 "share=$(sed -n "s/^SYSBENCH n=$n flood=$f mode=$m cpu_share=\([^ ]*\).*/\1/p" "$work/sysbench")" \
-                                "window=$w life=$l scope=$sc"
+                                "window=$w life=$l scope=$sc" \
+                                "tonarid=$(sed -n "s/^CPU0 n=$n flood=$f mode=$m .* tonarid=\([^ ]*\).*/\1/p" "$work/cpu0")"
                 done
         done
 done

@@ -4,7 +4,8 @@
 bench/borrow-logflood-guest.sh, one set per run, and its "tonarid CPU time" lines) and prints, per
 N, flood and mode, the median and the spread (min-max over the runs) of the victim's ratio to the
 baseline and of the charge fidelity, charged / copiers' CPU, over sysbench's run (window) and over
-the copiers' lives (life), and tonarid's CPU share per run. With --plot=FILE it draws the charge
+the copiers' lives (life), tonarid's CPU over sysbench's run per case (tonarid) and over each
+whole run. With --plot=FILE it draws the charge
 fidelity (--metric=, default life) per flood and mode with gnuplot (one panel per N, the spread
 as error bars, the goal of 0.95 as a line). Several logs are read as one (their runs pooled).
 
@@ -19,7 +20,7 @@ import sys
 import tempfile
 
 GOAL = 0.95
-METRICS = ("ratio", "share", "window", "life", "scope")
+METRICS = ("ratio", "share", "window", "life", "scope", "tonarid")
 TITLES = {
     "life": "from registration to exit",
     "window": "over sysbench\'s run",
@@ -51,12 +52,12 @@ def parse(lines):
     return cases, order, tonarid
 
 
-def summary(values):
+def summary(values, digits=2):
     if not values:
         return "-"
     if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
 def plot(path, cases, order, metric):
@@ -137,11 +138,12 @@ def main(argv):
     runs = max(len(cases[k]["ratio"]) for k in order)
     print(f"Per case over {runs} run(s): median (min-max). ratio: victim's events/s / baseline's; share: its CPU")
     print("share; window, life, scope: charged / copiers' CPU over sysbench's run, from registration to exit,")
-    print("and over everything the copiers' scopes ran (their start-up before registration included)")
+    print("and over everything the copiers' scopes ran (their start-up before registration included);")
+    print("tonarid: tonarid's CPU time over sysbench's run, in CPUs (goal <= 0.030)")
     print(f"{'N':>2} {'flood':<12} {'mode':<10} " + " ".join(f"{m:<17}" for m in METRICS))
     for k in order:
         c = cases[k]
-        print(f"{k[0]:>2} {k[1]:<12} {k[2]:<10} " + " ".join(f"{summary(c[m]):<17}" for m in METRICS))
+        print(f"{k[0]:>2} {k[1]:<12} {k[2]:<10} " + " ".join(f"{summary(c[m], 3 if m == 'tonarid' else 2):<17}" for m in METRICS))
     if tonarid:
         print("tonarid CPU per run (% of one CPU): " + ", ".join(f"{t:.2f}" for t in tonarid))
     low = [(k, min(cases[k][metric])) for k in order if cases[k][metric] and min(cases[k][metric]) < GOAL]
