@@ -34,6 +34,16 @@
  */
 #define BORROW_SAVE_USEC USEC_PER_SEC
 
+/*
+ * What answers a ChargeCPU() or ends a repayment is written as one line appended to a journal next to
+ * the state file (STATE.journal) rather than as a whole new file: a libtonari copier charges up to
+ * ten times a second per container, and rewriting the file each time was most of what tonarid spent
+ * on it (docs/BENCHMARKS.md). Each snapshot names a generation; the journal belongs to one and is
+ * started afresh after each snapshot, so its lines apply only on top of the snapshot they follow.
+ * Past this size a whole snapshot is written instead.
+ */
+#define BORROW_JOURNAL_MAX_BYTES (256U * 1024U)
+
 /* Proxies are sampled this often: the CFS period systemd and the kernel default to. */
 #define BORROW_SAMPLE_USEC (100 * USEC_PER_MSEC)
 
@@ -128,6 +138,12 @@ struct BorrowManager {
         sd_event_source *sample_timer; /* proxies, every BORROW_SAMPLE_USEC while there are any */
         sd_event_source *save_timer;
         bool dirty;
+        /* The journal next to the state file: lines appended for targets since the snapshot of
+         * generation (borrow-state-file.c). */
+        char *journal_file;
+        int journal_fd;
+        size_t journal_size;
+        uint64_t generation;
         unsigned n_cpus;               /* online, for slices without AllowedCPUs= */
         /* Overhead of enforcement and of the state file, for GetStatus() (n_proxies is counted
          * when asked). */
@@ -201,6 +217,8 @@ void borrow_manager_mark_dirty(BorrowManager *m);
 void borrow_manager_save_now(BorrowManager *m);
 /* Replaces the state file with what is in memory, without skip (a proxy about to go). */
 int borrow_state_file_save(BorrowManager *m, const BorrowProxy *skip);
+/* Writes t's account down now: a line appended to the journal (or, failing that, the whole file). */
+int borrow_state_file_save_target(BorrowManager *m, const BorrowTarget *t);
 int borrow_state_file_on_save(sd_event_source *es, uint64_t usec, void *userdata);
 /* Restores targets and proxies of the slices that still exist. */
 int borrow_state_file_load(BorrowManager *m);

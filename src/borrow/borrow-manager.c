@@ -7,7 +7,9 @@
 
 #include "alloc-util.h"
 #include "borrow-internal.h"
+#include "fd-util.h"
 #include "log.h"
+#include "string-util.h"
 
 /* A slice was removed: its account and proxies go, on disk before the caller hears of it. */
 static void on_slice_removed(Slice *s, void *userdata) {
@@ -31,6 +33,7 @@ int borrow_manager_new(sd_event *event, SliceManager *slices, const BorrowSettin
         if (!m)
                 return -ENOMEM;
         m->event = sd_event_ref(event);
+        m->journal_fd = -EBADF;
         m->slices = slices;
         r = borrow_manager_configure(m, settings);
         if (r < 0)
@@ -39,7 +42,8 @@ int borrow_manager_new(sd_event *event, SliceManager *slices, const BorrowSettin
         m->n_cpus = n > 0 ? (unsigned) n : 1;
         if (settings->state_file) {
                 m->state_file = strdup(settings->state_file);
-                if (!m->state_file)
+                m->journal_file = strjoin(settings->state_file, ".journal");
+                if (!m->state_file || !m->journal_file)
                         return -ENOMEM;
         }
 
@@ -112,6 +116,8 @@ BorrowManager *borrow_manager_free(BorrowManager *m) {
         sd_event_source_disable_unref(m->save_timer);
         sd_event_unref(m->event);
         free(m->state_file);
+        free(m->journal_file);
+        safe_close(m->journal_fd);
         borrow_manager_forget_chargers(m);
         return mfree(m);
 }

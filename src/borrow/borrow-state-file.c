@@ -4,6 +4,7 @@
  * restart of tonarid loses neither debt nor proxies, and read back at start-up.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "fd-util.h"
 #include "fileio.h"
 #include "log.h"
+#include "parse-util.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -50,15 +52,60 @@ static int write_entry(FILE *f, BorrowStateEntry *e, const char *name) {
         return 0;
 }
 
+static BorrowStateEntry target_entry(const BorrowTarget *t) {
+        return (BorrowStateEntry) { .kind = BORROW_STATE_TARGET,
+                                    .cgroup_id = t->cgroup_id,
+                                    .account = t->account,
+                                    .limit_usec = t->limit_usec,
+                                    .period_usec = t->period_usec,
+                                    .limit_own = t->limit_own,
+                                    .configured_per_sec_usec = t->configured_per_sec_usec,
+                                    .configured_period_usec = t->configured_period_usec };
+}
+
+/*
+ * Starts an empty journal for generation m->generation: written under another name and renamed over
+ * the old one, whose lines belong to an older snapshot. Kept open for appending. On failure there is
+ * no journal and changes are written as whole files until the next snapshot.
+ */
+static int journal_reset(BorrowManager *m) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char header[STRLEN(BORROW_JOURNAL_HEADER) + 24];
+        ssize_t n;
+        int len;
+
+        m->journal_fd = safe_close(m->journal_fd);
+        tmp = strjoin(m->journal_file, ".tmp");
+        if (!tmp)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+        if (fd < 0)
+                return -errno;
+        len = snprintf(header, sizeof(header), BORROW_JOURNAL_HEADER " %" PRIu64 "\n", m->generation);
+        n = write(fd, header, len);
+        if (n != len || rename(tmp, m->journal_file) < 0) {
+                int r = n < 0 || n == len ? -errno : -EIO;
+
+                (void) unlink(tmp);
+                return r;
+        }
+        m->journal_fd = TAKE_FD(fd);
+        m->journal_size = len;
+        return 0;
+}
+
 /*
  * Replaces the state file with what is in memory (without skip, a proxy about to go), atomically:
  * a crash leaves the old file or the new one. Accounts and proxies of slices that no longer exist
- * are never written. It costs tens of µs (docs/BENCHMARKS.md).
+ * are never written. It costs tens of µs (docs/BENCHMARKS.md). The snapshot names a new generation,
+ * so the journal of the old one no longer applies; a new, empty journal is started.
  */
 int borrow_state_file_save(BorrowManager *m, const BorrowProxy *skip) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_fclose_ FILE *f = NULL;
         usec_t start = now(CLOCK_MONOTONIC);
+        uint64_t generation = m->generation + 1;
         int r = 0;
 
         if (!m->state_file)
@@ -70,15 +117,9 @@ int borrow_state_file_save(BorrowManager *m, const BorrowProxy *skip) {
         if (!f)
                 return -errno;
         fputs(BORROW_STATE_HEADER "\n", f);
+        fprintf(f, BORROW_STATE_GENERATION " %" PRIu64 "\n", generation);
         for (BorrowTarget *t = m->targets; t; t = t->next) {
-                BorrowStateEntry e = { .kind = BORROW_STATE_TARGET,
-                                       .cgroup_id = t->cgroup_id,
-                                       .account = t->account,
-                                       .limit_usec = t->limit_usec,
-                                       .period_usec = t->period_usec,
-                                       .limit_own = t->limit_own,
-                                       .configured_per_sec_usec = t->configured_per_sec_usec,
-                                       .configured_period_usec = t->configured_period_usec };
+                BorrowStateEntry e = target_entry(t);
 
                 if (!borrow_target_slice(t))
                         continue;
@@ -116,13 +157,59 @@ int borrow_state_file_save(BorrowManager *m, const BorrowProxy *skip) {
                 r = -errno;
                 goto fail;
         }
+        m->generation = generation;
         m->dirty = false;
+        r = journal_reset(m);
+        if (r < 0)
+                log_debug_errno(r, "Failed to start the journal '%s', writing whole files until the next try: %m",
+                                m->journal_file);
         m->stats.n_state_writes++;
         m->stats.state_write_usec += now(CLOCK_MONOTONIC) - start;
         return 0;
 fail:
         (void) unlink(tmp);
         return r;
+}
+
+/*
+ * Writes t's account down before a caller is told it changed: one line appended to the journal, which
+ * a crash cannot tear (a single write(2) of a few hundred bytes), instead of the whole file. The
+ * progress of the other targets is not in it; it is written with the next snapshot, as before. Falls
+ * back to a whole snapshot without a journal or when the journal has grown large.
+ */
+int borrow_state_file_save_target(BorrowManager *m, const BorrowTarget *t) {
+        _cleanup_free_ char *line = NULL;
+        BorrowStateEntry e = target_entry(t);
+        usec_t start;
+        ssize_t n;
+        size_t len;
+        int r;
+
+        if (!m->state_file)
+                return 0;
+        if (m->journal_fd < 0 || m->journal_size >= BORROW_JOURNAL_MAX_BYTES)
+                return borrow_state_file_save(m, NULL);
+        start = now(CLOCK_MONOTONIC);
+        strncpy(e.name, t->name, NAME_MAX_LEN);
+        r = borrow_state_format(&e, &line);
+        if (r < 0)
+                return r;
+        len = strlen(line);
+        line[len++] = '\n'; /* over the NUL: the length is known */
+        n = write(m->journal_fd, line, len);
+        if (n != (ssize_t) len) {
+                /* A partial line is never read (the snapshot written now starts a new generation). */
+                log_debug_errno(n < 0 ? -errno : -EIO, "Failed to append to the journal '%s', writing the whole state: %m",
+                                m->journal_file);
+                m->journal_fd = safe_close(m->journal_fd);
+                return borrow_state_file_save(m, NULL);
+        }
+        m->journal_size += len;
+        m->stats.n_journal_writes++;
+        m->stats.state_write_usec += now(CLOCK_MONOTONIC) - start;
+        /* The snapshot catches up within BORROW_SAVE_USEC, which keeps the journal short. */
+        borrow_manager_mark_dirty(m);
+        return 0;
 }
 
 int borrow_state_file_on_save(sd_event_source *es, uint64_t usec, void *userdata) {
@@ -223,10 +310,103 @@ static void restore_proxy(BorrowManager *m, BorrowStateEntry *e) {
         (void) borrow_manager_start_sampling(m);
 }
 
+typedef struct Entries {
+        BorrowStateEntry *e;
+        size_t n;
+} Entries;
+
+static void entries_done(Entries *x) {
+        for (size_t i = 0; i < x->n; i++)
+                borrow_state_entry_done(&x->e[i]);
+        x->e = mfree(x->e);
+        x->n = 0;
+}
+
+/* Appends *e to x, which then owns what it points to. */
+static int entries_push(Entries *x, BorrowStateEntry *e) {
+        BorrowStateEntry *a = reallocarray(x->e, x->n + 1, sizeof(BorrowStateEntry));
+
+        if (!a)
+                return -ENOMEM;
+        x->e = a;
+        x->e[x->n++] = *e;
+        return 0;
+}
+
+/*
+ * Adds the entries of text (a file's lines after its header) to x; with replace (the journal), a
+ * target line replaces the one of that slice already there, being newer. *ret_generation: the
+ * snapshot's generation line, if there is one.
+ */
+static int entries_add(Entries *x, const char *path, char **lines, bool replace, uint64_t *ret_generation) {
+        unsigned n = 1;
+
+        STRV_FOREACH(l, lines) {
+                BorrowStateEntry e = BORROW_STATE_ENTRY_INIT;
+                const char *g;
+                size_t i;
+
+                n++;
+                if (ret_generation && (g = startswith(*l, BORROW_STATE_GENERATION " "))) {
+                        if (safe_atou64(g, ret_generation) < 0)
+                                log_warning("%s:%u: ignoring malformed generation '%s'.", path, n, g);
+                        continue;
+                }
+                if (isempty(*l) || (*l)[0] == '#')
+                        continue;
+                if (borrow_state_parse(*l, &e) < 0 || (replace && e.kind != BORROW_STATE_TARGET)) {
+                        _cleanup_free_ char *esc = cescape(*l);
+
+                        borrow_state_entry_done(&e);
+                        log_warning("%s:%u: ignoring malformed line '%s'.", path, n, strna(esc));
+                        continue;
+                }
+                for (i = 0; replace && i < x->n; i++)
+                        if (x->e[i].kind == BORROW_STATE_TARGET && streq(x->e[i].name, e.name))
+                                break;
+                if (replace && i < x->n) {
+                        borrow_state_entry_done(&x->e[i]);
+                        x->e[i] = e;
+                        continue;
+                }
+                if (entries_push(x, &e) < 0) {
+                        borrow_state_entry_done(&e);
+                        return log_oom();
+                }
+        }
+        return 0;
+}
+
+/* The journal's lines for generation, if it is that generation's: else none (an older snapshot's). */
+static int journal_load(BorrowManager *m, uint64_t generation, Entries *x) {
+        _cleanup_free_ char *text = NULL, *header = NULL;
+        _cleanup_strv_free_ char **lines = NULL;
+        int r;
+
+        r = read_full_file(m->journal_file, &text, NULL);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return log_warning_errno(r, "Failed to read the borrowing journal '%s', starting without it: %m",
+                                         m->journal_file);
+        r = strv_split(text, "\n", &lines);
+        if (r < 0)
+                return r;
+        if (asprintf(&header, BORROW_JOURNAL_HEADER " %" PRIu64, generation) < 0)
+                return -ENOMEM;
+        if (!lines[0] || !streq(lines[0], header)) {
+                log_debug("Borrowing journal '%s' belongs to another snapshot than generation %" PRIu64 "; not read.",
+                          m->journal_file, generation);
+                return 0;
+        }
+        return entries_add(x, m->journal_file, lines + 1, true, NULL);
+}
+
 int borrow_state_file_load(BorrowManager *m) {
         _cleanup_free_ char *text = NULL;
         _cleanup_strv_free_ char **lines = NULL;
-        unsigned n = 0;
+        _cleanup_(entries_done) Entries x = {};
+        uint64_t generation = 0;
         int r;
 
         r = read_full_file(m->state_file, &text, NULL);
@@ -243,22 +423,23 @@ int borrow_state_file_load(BorrowManager *m) {
                             m->state_file);
                 return 0;
         }
-        STRV_FOREACH(l, lines + 1) {
-                _cleanup_(borrow_state_entry_done) BorrowStateEntry e = BORROW_STATE_ENTRY_INIT;
+        r = entries_add(&x, m->state_file, lines + 1, false, &generation);
+        if (r < 0)
+                return r;
+        /* A snapshot without a generation comes from a tonarid that kept no journal. */
+        if (generation > 0) {
+                r = journal_load(m, generation, &x);
+                if (r < 0)
+                        return r;
+        }
+        m->generation = generation;
+        for (size_t i = 0; i < x.n; i++) {
+                BorrowStateEntry *e = &x.e[i];
 
-                n++;
-                if (isempty(*l) || (*l)[0] == '#')
-                        continue;
-                r = borrow_state_parse(*l, &e);
-                if (r < 0) {
-                        _cleanup_free_ char *esc = cescape(*l);
-                        log_warning("%s:%u: ignoring malformed line '%s'.", m->state_file, n + 1, strna(esc));
-                        continue;
-                }
-                if (e.kind == BORROW_STATE_TARGET)
-                        restore_target(m, &e);
-                else if (!borrow_manager_find_proxy(m, e.id))
-                        restore_proxy(m, &e);
+                if (e->kind == BORROW_STATE_TARGET)
+                        restore_target(m, e);
+                else if (!borrow_manager_find_proxy(m, e->id))
+                        restore_proxy(m, e);
         }
         return 0;
 }

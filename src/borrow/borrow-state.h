@@ -24,6 +24,11 @@
  */
 
 #define BORROW_STATE_HEADER "# tonari borrow state 2"
+/* The second line of a state file from a tonarid that keeps a journal: "# generation N" (a comment
+ * to older versions). The journal's first line is BORROW_JOURNAL_HEADER N, then target lines of the
+ * same format, each replacing that slice's line of the snapshot. */
+#define BORROW_STATE_GENERATION "# generation"
+#define BORROW_JOURNAL_HEADER "# tonari borrow journal"
 
 typedef enum BorrowStateKind {
         BORROW_STATE_TARGET,

@@ -239,7 +239,7 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 (void) sd_event_source_set_enabled(t->timer, SD_EVENT_OFF);
                 /* Repaid (or forgiven): the end of the episode is written at once, so that a crash
                  * cannot bring the last second's debt back. */
-                if (was_limited || debt > 0)
+                if ((was_limited || debt > 0) && borrow_state_file_save_target(m, t) < 0)
                         borrow_manager_save_now(m);
         } else
                 (void) borrow_target_arm(t, period);
@@ -323,7 +323,7 @@ int borrow_target_charge(BorrowManager *m, Slice *s, usec_t usec, bool durable) 
         before = t->account;
         r = borrow_account_charge(&t->account, &m->policy, usec, NULL);
         if (r >= 0 && durable)
-                r = borrow_state_file_save(m, NULL);
+                r = borrow_state_file_save_target(m, t);
         if (r < 0) {
                 if (created)
                         borrow_target_free(t);

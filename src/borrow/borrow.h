@@ -54,7 +54,8 @@ typedef struct BorrowStats {
         uint64_t n_writes;         /* cgroup writes of quotas */
         uint64_t n_probe_reads;    /* cpu.stat reads spent finding period boundaries */
         uint64_t n_state_writes;   /* state file written */
-        usec_t state_write_usec;   /* time spent writing it */
+        uint64_t n_journal_writes; /* lines appended to its journal */
+        usec_t state_write_usec;   /* time spent writing both */
 } BorrowStats;
 
 /* The counters of m; all zero for m NULL (borrowing unavailable). */

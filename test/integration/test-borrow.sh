@@ -363,6 +363,44 @@ crash() {
         rm -f "$TESTDIR/$1.tonarid.pid"
 }
 
+# Charges go to the journal next to the state file; at start-up its lines apply on top of the
+# snapshot they follow and on no other: a journal left from an older snapshot (a crash between the
+# snapshot's rename and the journal's reset) is not read.
+testcase_journal_generations() {
+        trap '_kill_tonarids; cleanup_slices' EXIT
+        local dir=$TESTDIR/run-journal gen line
+        conf journal
+        start_tonarid journal
+        "${CTL[@]}" slice create "${P}j"
+        "${CTL[@]}" borrow charge "${P}j" 30ms
+        "${CTL[@]}" borrow charge "${P}j" 40ms
+        crash journal
+        gen=$(sed -n 's/^# generation //p' "$dir/borrow.state")
+        assert_match "^[0-9]+$" "$gen" "generation of the snapshot"
+        assert_eq "# tonari borrow journal $gen" "$(head -n1 "$dir/borrow.state.journal")" "journal's header"
+        # Both charges were answered, so both are in the journal or in a snapshot written since.
+        start_tonarid journal
+        assert_eq 70000 "$(bprop "${P}j" BorrowedUSec)" "charges in the journal after a crash"
+        stop_tonarid journal
+        # A clean stop leaves a snapshot with everything and an empty journal of its generation.
+        gen=$(sed -n 's/^# generation //p' "$dir/borrow.state")
+        assert_eq "# tonari borrow journal $gen" "$(cat "$dir/borrow.state.journal")" "journal after a clean stop"
+        line=$(grep "^target ${P}j " "$dir/borrow.state" | sed 's/ borrowed=[0-9]*/ borrowed=900000/')
+        # A line of this generation applies, replacing the snapshot's line of that slice ...
+        printf '# tonari borrow journal %s\n%s\n' "$gen" "$line" >"$dir/borrow.state.journal"
+        start_tonarid journal
+        assert_eq 900000 "$(bprop "${P}j" BorrowedUSec)" "journal line of the snapshot's generation"
+        stop_tonarid journal
+        # ... one of another generation does not.
+        gen=$(sed -n 's/^# generation //p' "$dir/borrow.state")
+        line=$(grep "^target ${P}j " "$dir/borrow.state" | sed 's/ borrowed=[0-9]*/ borrowed=5000000/')
+        printf '# tonari borrow journal %s\n%s\n' "$((gen - 1))" "$line" >"$dir/borrow.state.journal"
+        start_tonarid journal
+        assert_eq 900000 "$(bprop "${P}j" BorrowedUSec)" "journal line of an older generation"
+        "${CTL[@]}" slice remove "${P}j"
+        stop_tonarid journal
+}
+
 # The issue's reproduction: what a caller was told is done is on disk when it is told, so a crash
 # right after the reply loses neither the charge nor the proxy (the state used to be written up to
 # a second later, and not at all for what start-up changed).
@@ -575,12 +613,19 @@ testcase_kill_at_random_points() {
         stop_tonarid random
 }
 
+# writes N: the state file's writes so far, whole files and journal lines together.
+writes() {
+        echo $(($(status_value BorrowStateWrites) + $(status_value BorrowJournalWrites)))
+}
+
 # What writing the state before every reply costs: GetStatus()'s BorrowStateWriteUSec over
-# BorrowStateWrites, with one slice and with 50 slices and 50 proxies in the file, with the runtime
-# directory on tmpfs (as /run is under systemd) and on the disk $TESTDIR is on.
+# BorrowStateWrites and BorrowJournalWrites, with one slice and with 50 slices and 50 proxies in the
+# file, with the runtime directory on tmpfs (as /run is under systemd) and on the disk $TESTDIR is
+# on. Charges are appended to the journal; whole files are written by the snapshot timer only, at
+# most once a second. tonarid's CPU per charge is printed beside it.
 testcase_state_write_cost() {
         trap '_kill_tonarids; kill ${helpers[*]:-} 2>/dev/null || true; rm -rf "${shm:-}"; cleanup_slices' EXIT
-        local i n0 t0 n1 t1 bytes where dir
+        local i n0 t0 n1 t1 bytes where dir w0 w1 c0 c1 s0 s1
         shm=$(mktemp -d /dev/shm/tonari-test.XXXXXX)
         helpers=()
         for where in tmpfs disk; do
@@ -589,17 +634,23 @@ testcase_state_write_cost() {
                 printf '[Manager]\nRuntimeDirectory=%s\n' "$dir" >"$TESTDIR/cost.conf"
                 start_tonarid cost
                 "${CTL[@]}" slice create "${P}c0"
-                n0=$(status_value BorrowStateWrites)
+                n0=$(writes) w0=$(status_value BorrowStateWrites)
                 t0=$(status_value BorrowStateWriteUSec)
+                c0=$(status_value CPUUsageUSec) s0=$(date +%s)
                 for i in $(seq 200); do
                         "${CTL[@]}" borrow charge "${P}c0" 1ms
                 done
-                n1=$(status_value BorrowStateWrites)
+                n1=$(writes) w1=$(status_value BorrowStateWrites)
                 t1=$(status_value BorrowStateWriteUSec)
+                c1=$(status_value CPUUsageUSec) s1=$(date +%s)
                 assert_ge "$((n1 - n0))" 200 "state writes for 200 charges"
+                # Whole files: the snapshot timer's, at most one a second (+1 for the second
+                # the loop started in), not one per charge.
+                assert_le "$((w1 - w0))" "$((s1 - s0 + 2))" "whole state files written for 200 charges in $((s1 - s0)) s"
                 bytes=$(stat -c %s "$dir/borrow.state")
                 echo "TONARI-RESULT host-cgroupfs borrow-state-write $where 1 target: $(((t1 - t0) / (n1 - n0))) us" \
-                        "per write ($((n1 - n0)) writes, $bytes bytes)"
+                        "per write ($((n1 - n0)) writes, $((w1 - w0)) of them whole files, $bytes bytes);" \
+                        "tonarid CPU $(((c1 - c0) / 200)) us per charge"
 
                 for i in $(seq 50); do
                         "${CTL[@]}" slice create "${P}c$i"
@@ -608,16 +659,19 @@ testcase_state_write_cost() {
                         helpers+=($!)
                         "${CTL[@]}" borrow add-proxy "${P}c$i" "$!" >/dev/null
                 done
-                n0=$(status_value BorrowStateWrites)
+                n0=$(writes) w0=$(status_value BorrowStateWrites)
                 t0=$(status_value BorrowStateWriteUSec)
+                c0=$(status_value CPUUsageUSec)
                 for i in $(seq 200); do
                         "${CTL[@]}" borrow charge "${P}c$((i % 50 + 1))" 1ms
                 done
-                n1=$(status_value BorrowStateWrites)
+                n1=$(writes) w1=$(status_value BorrowStateWrites)
                 t1=$(status_value BorrowStateWriteUSec)
+                c1=$(status_value CPUUsageUSec)
                 bytes=$(stat -c %s "$dir/borrow.state")
                 echo "TONARI-RESULT host-cgroupfs borrow-state-write $where 51 targets 50 proxies:" \
-                        "$(((t1 - t0) / (n1 - n0))) us per write ($((n1 - n0)) writes, $bytes bytes)"
+                        "$(((t1 - t0) / (n1 - n0))) us per write ($((n1 - n0)) writes, $((w1 - w0)) of them whole" \
+                        "files, $bytes bytes); tonarid CPU $(((c1 - c0) / 200)) us per charge"
                 kill "${helpers[@]}"
                 helpers=()
                 for i in $(seq 0 50); do
