@@ -199,7 +199,8 @@ int borrow_state_file_save_target(BorrowManager *m, const BorrowTarget *t) {
         n = write(m->journal_fd, line, len);
         if (n != (ssize_t) len) {
                 /* A partial line is never read (the snapshot written now starts a new generation). */
-                log_debug_errno(n < 0 ? -errno : -EIO, "Failed to append to the journal '%s', writing the whole state: %m",
+                r = n < 0 ? -errno : -EIO;
+                log_debug_errno(r, "Failed to append to the journal '%s', writing the whole state: %m",
                                 m->journal_file);
                 m->journal_fd = safe_close(m->journal_fd);
                 return borrow_state_file_save(m, NULL);

@@ -123,8 +123,8 @@ static int append_status(sd_bus_message *reply, void *userdata) {
                 return r;
         /* What keeping the ledger durable costs: state file writes and the time spent on them. */
         r = sd_bus_message_append(reply, "{sv}{sv}{sv}", "BorrowStateWrites", "t", stats.n_state_writes,
-                                  "BorrowJournalWrites", "t", stats.n_journal_writes, "BorrowStateWriteUSec", "t",
-                                  stats.state_write_usec);
+                                  "BorrowJournalWrites", "t", stats.n_journal_writes,
+                                  "BorrowStateWriteUSec", "t", stats.state_write_usec);
         if (r < 0)
                 return r;
         /* What hog limiting costs: rounds, the time spent in them, its decisions. */
