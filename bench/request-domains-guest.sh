@@ -3,33 +3,49 @@
 #
 # The guest half of bench/request-domains (seed 003), run in the VM test bed with tonari's packages
 # in $A. Prints one line per measurement, "KIND key=value ...", which the host half turns into
-# ratios and Fig 5. Scaled to the TCG guest (2 emulated CPUs): ab runs for a fixed time (-t)
+# ratios and figures. Scaled to the TCG guest (2 emulated CPUs): ab runs for a fixed time (-t)
 # instead of the paper's -n100000, with -c as given.
-#   --reps=N        repetitions of every measurement (3)
-#   --seconds=S     length of one ab run (4)
+#
+# §4 overhead: two Apaches run side by side in this one boot, with the same MPM, modules and logs:
+# apache2.service on port 80 with mod_tonari (100 000 hosts mapped, domains without limits) and the
+# peer, apache2@base.service (/etc/apache2-base, port 8080) without it. Short ab runs alternate
+# between them (base/tonari, then tonari/base, ...), so that a pair's ratio sees the same load of
+# the host; the host half reports the median and spread of those per-pair ratios.
+#   --reps=N        repetitions of the Fig 5, Fig 4 and move measurements (3)
+#   --pairs=N       base/tonari pairs of the overhead runs per MPM (12)
+#   --seconds=S     length of one ab run (2)
 #   --concurrency=C ab -c of the overhead runs (10; the paper: 100)
 #   --ms=LIST       CGI CPU times for Fig 5 (1,2,4,6,10,20)
+#   --parts=LIST    which parts run (overhead,fig5,fig4,move)
 set -euo pipefail
 
 A=$TONARI_VM_SHARE/artifacts
-reps=3 seconds=4 conc=10 ms_list=1,2,4,6,10,20
+reps=3 pairs=12 seconds=2 conc=10 ms_list=1,2,4,6,10,20 parts=overhead,fig5,fig4,move
 for arg; do
         case $arg in
         --reps=*) reps=${arg#*=} ;;
+        --pairs=*) pairs=${arg#*=} ;;
         --seconds=*) seconds=${arg#*=} ;;
         --concurrency=*) conc=${arg#*=} ;;
         --ms=*) ms_list=${arg#*=} ;;
+        --parts=*) parts=${arg#*=} ;;
         *) echo "request-domains-guest: unknown option '$arg'" >&2; exit 2 ;;
         esac
 done
+part() { [[ ,$parts, == *,$1,* ]]; }
+fail() { echo "request-domains-guest: $*" >&2; exit 1; }
 
 CG=/sys/fs/cgroup/system.slice/apache2.service
 CONF=/etc/apache2/conf-enabled/zz-request-domains.conf
+BASE=/etc/apache2-base
 DEV=/dev/$(lsblk -no PKNAME "$(findmnt -no SOURCE /)" 2>/dev/null || true)
 [[ $DEV != /dev/ ]] || DEV=/dev/vda
 
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-        $(find "$A" -name 'libtonari0_*.deb' -o -name 'libapache2-mod-tonari_*.deb') >/dev/null
+debs=$(find "$A" -name 'libtonari0_*.deb' -o -name 'libapache2-mod-tonari_*.deb')
+[[ -n $debs ]] || fail "no libtonari0/libapache2-mod-tonari .deb in $A"
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q $debs >/dev/null
+[[ -e /lib/systemd/system/apache2@.service ]] || fail "apache2@.service is missing: no second Apache for the peer"
 install -D -m 0755 "$A/tonari-spin" /usr/lib/cgi-bin/spin
 echo hello >/var/www/html/hello.html
 # 100 000 hosts on 100 unlimited domains, plus the limited ones of Fig 5 and Fig 4.
@@ -44,8 +60,11 @@ echo hello >/var/www/html/hello.html
         for i in $(seq 0 99); do echo "TonariDomain d$i"; done
         echo "TonariDomainMap /etc/apache2/request-domains.map"
         echo "TonariFailMode closed"
+} >/etc/apache2/request-domains.conf
+# Both Apaches: the same log lines (the peer logs "-" for the notes it does not set) and MPM sizes.
+{
         echo 'LogFormat "%v %>s %D %{tonari-domain}n %{tonari-cpu-us}n %{tonari-io-bytes}n" rd'
-        echo "GlobalLog /var/log/apache2/rd.log rd"
+        echo 'GlobalLog ${APACHE_LOG_DIR}/rd.log rd'
         # The MPMs' defaults are sized for a real machine; these fit 100 concurrent clients.
         echo "<IfModule mpm_prefork_module>"
         echo "        StartServers 20"
@@ -53,24 +72,47 @@ echo hello >/var/www/html/hello.html
         echo "        MaxSpareServers 120"
         echo "        MaxRequestWorkers 150"
         echo "</IfModule>"
-} >/etc/apache2/request-domains.conf
+} >/etc/apache2/conf-available/zz-request-domains-common.conf
+systemctl disable -q --now apache2 >/dev/null 2>&1 || true
 
-# mpm NAME [tonari|off]: Apache with that MPM, the module loaded with the domains or not at all.
+# answers PORT: wait until an Apache answers on PORT.
+answers() {
+        local i
+        for i in $(seq 1 100); do
+                ab -q -n 1 "http://127.0.0.1:$1/hello.html" >/dev/null 2>&1 && return 0
+                sleep 0.2
+        done
+        fail "no Apache answers on port $1"
+}
+
+# mpm NAME: apache2.service with that MPM and mod_tonari, apache2@base.service with the same MPM
+# and modules but without mod_tonari.
 mpm() {
+        systemctl stop apache2 apache2@base 2>/dev/null || true
         a2dismod -q -f mpm_event mpm_worker mpm_prefork cgi cgid tonari >/dev/null 2>&1 || true
         rm -f "$CONF"
         if [[ $1 == prefork ]]; then a2enmod -q mpm_prefork cgi >/dev/null; else a2enmod -q "mpm_$1" cgid >/dev/null; fi
-        if [[ $2 == tonari ]]; then
-                a2enmod -q tonari >/dev/null
-                if [[ $1 == prefork ]]; then
-                        cp /etc/apache2/request-domains.conf "$CONF"
-                else
-                        # No IO limits per thread (mod_tonari(8)).
-                        sed 's/ "IOWriteBandwidthMax=[^"]*"//' /etc/apache2/request-domains.conf >"$CONF"
-                fi
+        a2enconf -q zz-request-domains-common >/dev/null
+        rm -rf "$BASE"
+        cp -a /etc/apache2 "$BASE"
+        sed -i 's/^Listen 80$/Listen 8080/; s/^\(\s*\)Listen 443$/\1Listen 8443/' "$BASE/ports.conf"
+        sed -i 's/<VirtualHost \*:80>/<VirtualHost *:8080>/' "$BASE/sites-available/000-default.conf"
+        mkdir -p /var/log/apache2-base
+        a2enmod -q tonari >/dev/null
+        if [[ $1 == prefork ]]; then
+                cp /etc/apache2/request-domains.conf "$CONF"
+        else
+                # No IO limits per thread (mod_tonari(8)).
+                sed 's/ "IOWriteBandwidthMax=[^"]*"//' /etc/apache2/request-domains.conf >"$CONF"
         fi
-        systemctl restart apache2
-        sleep 2
+        systemctl start apache2 apache2@base || {
+                journalctl -q -n 30 -u apache2 -u apache2@base >&2
+                fail "Apache ($1) did not start"
+        }
+        answers 80
+        answers 8080
+        ! grep -q tonari_module < <(APACHE_CONFDIR=$BASE apache2ctl -M 2>/dev/null) ||
+                fail "the peer Apache loads mod_tonari"
 }
 
 # ab_rps ARGS...: requests per second of one ab run (failed requests make it fail).
@@ -86,74 +128,120 @@ ab_ms() {
         ab -q "$@" 2>&1 | awk '/^Time per request:.*\(mean\)$/ { print $4 }'
 }
 
-echo "guest: $(nproc) CPUs, kernel $(uname -r), $(apache2 -v | head -1), $(date -u +%Y-%m-%d)"
+echo "guest: $(nproc) CPUs, kernel $(uname -r), $(apache2 -v | head -1), $(date -u +%Y-%m-%dT%H:%MZ)"
 
-# §4 overhead: a static page of a mapped host, module off vs on (domains without limits).
-for m in prefork event; do
-        for rep in $(seq 1 "$reps"); do
-                for mode in off tonari; do
-                        mpm "$m" "$mode"
-                        ab_rps -c 4 -n 200 -H "Host: site1234.example" http://127.0.0.1/hello.html >/dev/null
-                        rps=$(ab_rps -t "$seconds" -n 1000000 -c "$conc" -H "Host: site1234.example" \
-                                http://127.0.0.1/hello.html)
-                        echo "OVERHEAD mpm=$m mode=$mode rep=$rep rps=$rps"
+# §4 overhead: a static page of a mapped host; the two Apaches alternate, the order flipping with
+# every pair. Then both at once (OVERLAP): the two services share the guest's CPUs at equal
+# weight, so their req/s ratio is the inverse ratio of their CPU cost per request, with any load
+# of the host hitting both alike.
+overhead() {
+        local m=$1 pair order first port r on off pids
+        mpm "$m"
+        for port in 80 8080; do
+                ab_rps -c 4 -n 200 -H "Host: site1234.example" "http://127.0.0.1:$port/hello.html" >/dev/null
+        done
+        for pair in $(seq 1 "$pairs"); do
+                order="8080 80" first=base
+                ((pair % 2)) || order="80 8080" first=tonari
+                for port in $order; do
+                        r=$(ab_rps -t "$seconds" -n 1000000 -c "$conc" -H "Host: site1234.example" \
+                                "http://127.0.0.1:$port/hello.html")
+                        if ((port == 80)); then on=$r; else off=$r; fi
+                done
+                echo "OVERHEAD mpm=$m pair=$pair first=$first base_rps=$off tonari_rps=$on"
+                pids=()
+                for port in 80 8080; do
+                        ab_rps -t "$seconds" -n 1000000 -c "$conc" -H "Host: site1234.example" \
+                                "http://127.0.0.1:$port/hello.html" >"/tmp/overlap.$port" &
+                        pids+=($!)
+                done
+                for r in "${pids[@]}"; do wait "$r" || fail "an overlapping ab run failed"; done
+                echo "OVERLAP mpm=$m pair=$pair base_rps=$(cat /tmp/overlap.8080) tonari_rps=$(cat /tmp/overlap.80)"
+        done
+        tail -n1 /var/log/apache2/rd.log | grep -q ' d34 ' ||
+                fail "the overhead runs ($m) were not in domain d34: $(tail -n1 /var/log/apache2/rd.log)"
+        tail -n1 /var/log/apache2-base/rd.log | grep -q ' - - - *$' ||
+                fail "the peer ($m) logged tonari notes: $(tail -n1 /var/log/apache2-base/rd.log)"
+}
+# The event MPM comes last: stopping apache2.service after it leaves its threaded cgroups behind
+# (systemd cannot kill threaded cgroups, "Operation not supported"), and a later start then fails.
+! part overhead || overhead prefork
+
+# Fig 5 accuracy: a CGI spinning MS ms of CPU, one request at a time, at CPUQuota=50% vs unlimited
+# (the order flipping with every repetition). Also the CPU time mod_tonari logged per request.
+if part fig5 || part fig4; then
+        mpm prefork
+        systemctl stop apache2@base
+fi
+if part fig5; then
+        for ms in ${ms_list//,/ }; do
+                ab -q -n 3 -H "Host: unl.example" "http://127.0.0.1/cgi-bin/spin?ms=$ms" >/dev/null 2>&1
+                for rep in $(seq 1 "$reps"); do
+                        order="unl lim"
+                        ((rep % 2)) || order="lim unl"
+                        for d in $order; do
+                                n0=$(wc -l </var/log/apache2/rd.log)
+                                t=$(ab_ms -t "$seconds" -n 1000000 -c 1 -H "Host: $d.example" \
+                                        "http://127.0.0.1/cgi-bin/spin?ms=$ms")
+                                [[ -n $t ]] || fail "ab got no answer from the CGI ($d, $ms ms)"
+                                sleep 0.3
+                                logged=$(tail -n +"$((n0 + 1))" /var/log/apache2/rd.log |
+                                        awk -v d="$d" '$4 == d && $2 == 200 { s += $5; n++ } END { printf "%d %d", n ? s / n : 0, n }')
+                                if [[ $d == lim ]]; then lim=$t lim_logged=$logged; else unl=$t unl_logged=$logged; fi
+                        done
+                        echo "FIG5 ms=$ms rep=$rep unlimited_ms=$unl limited_ms=$lim" \
+                             "logged_cpu_us=${lim_logged% *} logged_n=${lim_logged#* } unl_logged_cpu_us=${unl_logged% *}"
                 done
         done
-done
-tail -n1 /var/log/apache2/rd.log | grep -q ' d34 ' || { echo "overhead runs were not in domain d34" >&2; exit 1; }
-
-# Fig 5 accuracy: a CGI spinning MS ms of CPU, one request at a time, at CPUQuota=50% vs unlimited.
-mpm prefork tonari
-for ms in ${ms_list//,/ }; do
-        for rep in $(seq 1 "$reps"); do
-                unl=$(ab_ms -t "$seconds" -n 1000000 -c 1 -H "Host: unl.example" "http://127.0.0.1/cgi-bin/spin?ms=$ms")
-                n0=$(wc -l </var/log/apache2/rd.log)
-                lim=$(ab_ms -t "$seconds" -n 1000000 -c 1 -H "Host: lim.example" "http://127.0.0.1/cgi-bin/spin?ms=$ms")
-                sleep 0.5
-                logged=$(tail -n +"$((n0 + 1))" /var/log/apache2/rd.log | awk '$4 == "lim" { s += $5; n++ } END { printf "%d", n ? s / n : 0 }')
-                echo "FIG5 ms=$ms rep=$rep unlimited_ms=$unl limited_ms=$lim logged_cpu_us=$logged"
-        done
-done
+fi
 
 # Fig 4 isolation: a normal host's static throughput alone, then next to a heavy host running CGI
 # loops that also write (4 at once), with the heavy host in its domain (CPUQuota=25%, 30 MB/s) and,
 # for contrast, in an unlimited one.
 cpu_usage() { awk '/^usage_usec/ { print $2 }' "$CG/$1/cpu.stat"; }
 wbytes() { awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^wbytes=/) { sub("wbytes=", "", $i); s += $i } } END { print s + 0 }' "$CG/$1/io.stat"; }
-for rep in $(seq 1 "$reps"); do
-        alone=$(ab_rps -t "$seconds" -n 1000000 -c 4 -H "Host: site1.example" http://127.0.0.1/hello.html)
-        for heavy in heavy unl; do
-                c0=$(cpu_usage "$heavy") w0=$(wbytes "$heavy") t0=$(date +%s%N)
-                ab -q -t $((seconds + 4)) -n 1000000 -c 4 -H "Host: $heavy.example" \
-                        "http://127.0.0.1/cgi-bin/spin?ms=50&io=2000000" >/dev/null 2>&1 &
-                abpid=$!
-                sleep 1
-                loaded=$(ab_rps -t "$seconds" -n 1000000 -c 4 -H "Host: site1.example" http://127.0.0.1/hello.html)
-                wait "$abpid" || true
-                c1=$(cpu_usage "$heavy") w1=$(wbytes "$heavy") t1=$(date +%s%N)
-                echo "FIG4 rep=$rep heavy=$heavy normal_alone_rps=$alone normal_loaded_rps=$loaded" \
-                     "heavy_cpu_pct=$(awk -v c=$((c1 - c0)) -v t=$(((t1 - t0) / 1000)) 'BEGIN { printf "%.1f", 100 * c / t }')" \
-                     "heavy_write_mbps=$(awk -v w=$((w1 - w0)) -v t=$(((t1 - t0) / 1000)) 'BEGIN { printf "%.1f", w / t }')"
+if part fig4; then
+        [[ -e $CG/heavy/cpu.stat ]] || fail "no domain cgroup $CG/heavy"
+        for rep in $(seq 1 "$reps"); do
+                alone=$(ab_rps -t "$seconds" -n 1000000 -c 4 -H "Host: site1.example" http://127.0.0.1/hello.html)
+                for heavy in heavy unl; do
+                        c0=$(cpu_usage "$heavy") w0=$(wbytes "$heavy") t0=$(date +%s%N)
+                        ab -q -t $((seconds + 4)) -n 1000000 -c 4 -H "Host: $heavy.example" \
+                                "http://127.0.0.1/cgi-bin/spin?ms=50&io=2000000" >/dev/null 2>&1 &
+                        abpid=$!
+                        sleep 1
+                        loaded=$(ab_rps -t "$seconds" -n 1000000 -c 4 -H "Host: site1.example" http://127.0.0.1/hello.html)
+                        wait "$abpid" || true
+                        c1=$(cpu_usage "$heavy") w1=$(wbytes "$heavy") t1=$(date +%s%N)
+                        echo "FIG4 rep=$rep heavy=$heavy normal_alone_rps=$alone normal_loaded_rps=$loaded" \
+                             "heavy_cpu_pct=$(awk -v c=$((c1 - c0)) -v t=$(((t1 - t0) / 1000)) 'BEGIN { printf "%.1f", 100 * c / t }')" \
+                             "heavy_write_mbps=$(awk -v w=$((w1 - w0)) -v t=$(((t1 - t0) / 1000)) 'BEGIN { printf "%.1f", w / t }')"
+                done
         done
-done
+fi
+! part overhead || overhead event
+systemctl stop apache2 apache2@base 2>/dev/null || true
 
 # The cost of one move, per process (prefork) and per thread (event), without and with favordynmods.
-root=/sys/fs/cgroup/tonari-movecost
-echo "+cpu +io +pids" >/sys/fs/cgroup/cgroup.subtree_control
-base_opts=$(findmnt -no OPTIONS /sys/fs/cgroup | tr ',' '\n' | grep -xE 'nsdelegate|memory_recursiveprot' | paste -sd, -)
-for mode in plain favordynmods; do
-        opts=$base_opts
-        [[ $mode == favordynmods ]] && opts=${opts:+$opts,}favordynmods
-        mount -o "remount${opts:+,$opts}" /sys/fs/cgroup
-        for rep in $(seq 1 "$reps"); do
-                for t in --processes --threads; do
-                        mkdir "$root"
-                        out=$("$A/tonari-domain-movecost" $([[ $t == --threads ]] && echo --threads) "$root" 5000)
-                        echo "MOVE mount=$mode kind=${t#--} rep=$rep $out"
-                        for d in movecost _home _threads/movecost _threads/_home _threads ""; do
-                                [[ ! -d $root/$d ]] || rmdir "$root/$d"
+if part move; then
+        root=/sys/fs/cgroup/tonari-movecost
+        echo "+cpu +io +pids" >/sys/fs/cgroup/cgroup.subtree_control
+        base_opts=$(findmnt -no OPTIONS /sys/fs/cgroup | tr ',' '\n' | grep -xE 'nsdelegate|memory_recursiveprot' | paste -sd, -)
+        for mode in plain favordynmods; do
+                opts=$base_opts
+                [[ $mode == favordynmods ]] && opts=${opts:+$opts,}favordynmods
+                mount -o "remount${opts:+,$opts}" /sys/fs/cgroup
+                for rep in $(seq 1 "$reps"); do
+                        for t in --processes --threads; do
+                                mkdir "$root"
+                                out=$("$A/tonari-domain-movecost" $([[ $t == --threads ]] && echo --threads) "$root" 5000)
+                                echo "MOVE mount=$mode kind=${t#--} rep=$rep $out"
+                                for d in movecost _home _threads/movecost _threads/_home _threads ""; do
+                                        [[ ! -d $root/$d ]] || rmdir "$root/$d"
+                                done
                         done
                 done
         done
-done
-mount -o "remount${base_opts:+,$base_opts}" /sys/fs/cgroup
+        mount -o "remount${base_opts:+,$base_opts}" /sys/fs/cgroup
+fi
+echo "DONE"
