@@ -2,9 +2,9 @@
 /*
  * A CGI program that burns CPU: QUERY_STRING "ms=N" (default 10) makes it spin until it has used N
  * milliseconds of its own CPU time, then it answers with the CPU and wall time it took, in
- * microseconds: "cpu_us=… wall_us=…". "crash=1" makes it die of SIGSEGV first, "io=BYTES" writes
- * that many bytes to a file in $TMPDIR (or /var/tmp) with O_DIRECT-free fsync. The busy loop of
- * seed 003's Fig 5 and of TEST-19-apache.
+ * microseconds, and the cgroup it ran in: "cpu_us=… wall_us=… cgroup=/…". "crash=1" makes it die
+ * of SIGSEGV first, "io=BYTES" writes that many bytes to a file in $TMPDIR (or /var/tmp) with
+ * O_DIRECT-free fsync. The busy loop of seed 003's Fig 5 and of TEST-19-apache.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -30,11 +30,29 @@ static long long param(const char *q, const char *key, long long def) {
         return def;
 }
 
+/* The cgroup v2 path of this process ("0::/path" in /proc/self/cgroup), or "?". */
+static void own_cgroup(char *buf, size_t size) {
+        char line[4096];
+        FILE *f = fopen("/proc/self/cgroup", "re");
+
+        snprintf(buf, size, "?");
+        if (!f)
+                return;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "0::", 3) == 0) {
+                        line[strcspn(line, "\n")] = '\0';
+                        snprintf(buf, size, "%s", line + 3);
+                        break;
+                }
+        fclose(f);
+}
+
 int main(void) {
         const char *q = getenv("QUERY_STRING");
         long long ms = param(q, "ms", 10), io = param(q, "io", 0);
         long long wall0 = now_usec(CLOCK_MONOTONIC), cpu0 = now_usec(CLOCK_PROCESS_CPUTIME_ID);
         volatile unsigned long x = 0;
+        char cg[4096];
 
         if (param(q, "crash", 0))
                 raise(SIGSEGV);
@@ -58,7 +76,8 @@ int main(void) {
                         unlink(path);
                 }
         }
-        printf("Content-Type: text/plain\r\n\r\ncpu_us=%lld wall_us=%lld\n", now_usec(CLOCK_PROCESS_CPUTIME_ID) - cpu0,
-               now_usec(CLOCK_MONOTONIC) - wall0);
+        own_cgroup(cg, sizeof(cg));
+        printf("Content-Type: text/plain\r\n\r\ncpu_us=%lld wall_us=%lld cgroup=%s\n",
+               now_usec(CLOCK_PROCESS_CPUTIME_ID) - cpu0, now_usec(CLOCK_MONOTONIC) - wall0, cg);
         return 0;
 }

@@ -6,8 +6,8 @@
 # as in an unlimited one, its CPU time is logged, the 100 001-line map picks domains by host,
 # MaxRequests= refuses the second concurrent request, a crashing CGI leaves nothing behind, a bad
 # map at a reload keeps the old one; configtest names file and line of bad directives; with the
-# event MPM threads move into threaded domains and IO limits are refused; fail-open serves without
-# domains. Also measures one domain move (µs) with and without favordynmods.
+# event MPM threads move into threaded domains, IO limits are refused and mod_cgid's CGI programs
+# run outside the domain (documented); fail-open serves without domains. Also measures one domain move (µs) with and without favordynmods.
 # Run: meson test -C build TEST-19-apache (needs the packages, bench/tonari-spin and
 # bench/tonari-domain-movecost)
 set -eux
@@ -112,6 +112,8 @@ testcase_cpu_quota_slows_the_cgi() {
         limited_wall=$( (for _ in 1 2 3; do wall_us limited.example 300; done) | sort -n | head -n1)
         out=$(get limited.example /cgi-bin/spin?ms=300)
         cgi_cpu=$(sed -n 's/.*cpu_us=\([0-9]*\).*/\1/p' <<<"$out")
+        # mod_cgi forks the CGI from the worker, which is in the domain.
+        assert_match "cgroup=/system.slice/apache2.service/limited$" "$out" "the CGI's cgroup (mod_cgi)"
         ratio=$(awk -v l="$limited_wall" -v f="$free_wall" 'BEGIN { printf "%.2f", l / f }')
         echo "300 ms of CPU: unlimited ${free_wall} us, CPUQuota=50% ${limited_wall} us, ratio $ratio"
         assert_ge "$ratio" 1.6 "limited / unlimited wall time"
@@ -207,6 +209,7 @@ testcase_fail_open_and_closed() {
 }
 
 testcase_event_mpm_moves_threads() {
+        local out cgi_cg
         trap 'write_conf; use_mpm prefork' EXIT
         use_mpm event
         # The daemonized parent makes the domains after systemctl returns.
@@ -219,6 +222,15 @@ testcase_event_mpm_moves_threads() {
         assert_eq 200 "$(cat /tmp/status)"
         assert_eq limited "$(last_log 4)"
         assert_match "^[0-9]+$" "$(last_log 5)"
+        # mod_cgid's daemon starts the CGI programs: the request is in its domain, the CGI is not
+        # (the limitation mod_tonari(8) documents).
+        out=$(get limited.example /cgi-bin/spin?ms=5)
+        assert_eq 200 "$(cat /tmp/status)"
+        assert_eq limited "$(last_log 4)"
+        cgi_cg=$(sed -n 's/.*cgroup=\([^ ]*\).*/\1/p' <<<"$out")
+        echo "event MPM, mod_cgid: the CGI ran in $cgi_cg"
+        assert_match "^/system.slice/apache2.service/" "$cgi_cg" "the CGI's cgroup (mod_cgid)"
+        assert_rc 1 grep -qx "/system.slice/apache2.service/_threads/limited" <<<"$cgi_cg"
         # IO limits cannot be put on a thread.
         write_conf "TonariDomain io \"IOWriteBandwidthMax=/dev/vda 30M\""
         assert_rc 1 systemctl restart apache2
