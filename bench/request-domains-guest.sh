@@ -142,7 +142,8 @@ echo "guest: $(nproc) CPUs, kernel $(uname -r), $(apache2 -v | head -1), $(date 
 # §4 overhead: a static page of a mapped host; the two Apaches alternate, the order flipping with
 # every pair. Then both at once (OVERLAP): the two services share the guest's CPUs at equal
 # weight, so their req/s ratio is the inverse ratio of their CPU cost per request, with any load
-# of the host hitting both alike.
+# of the host hitting both alike. A third run per pair asks mod_tonari's Apache for a host outside
+# the map: the module's cost without the two moves.
 overhead() {
         local m=$1 pair order first port r on off pids
         mpm "$m"
@@ -157,7 +158,10 @@ overhead() {
                                 "http://127.0.0.1:$port/hello.html")
                         if ((port == 80)); then on=$r; else off=$r; fi
                 done
-                echo "OVERHEAD mpm=$m pair=$pair first=$first base_rps=$off tonari_rps=$on"
+                # The module's cost without moves: a host the map does not hold, same Apache.
+                unmapped=$(ab_rps -t "$seconds" -n 1000000 -c "$conc" -H "Host: unmapped.example" \
+                        "http://127.0.0.1:80/hello.html")
+                echo "OVERHEAD mpm=$m pair=$pair first=$first base_rps=$off tonari_rps=$on tonari_unmapped_rps=$unmapped"
                 pids=()
                 for port in 80 8080; do
                         ab_rps -t "$seconds" -n 1000000 -c "$conc" -H "Host: site1234.example" \

@@ -27,7 +27,7 @@ def spread(xs, fmt="%.3f"):
     return (fmt + " (min " + fmt + ", max " + fmt + ", n=%d)") % (statistics.median(xs), min(xs), max(xs), len(xs))
 
 
-over, overlap = defaultdict(list), defaultdict(list)
+over, overlap, unmapped = defaultdict(list), defaultdict(list), defaultdict(list)
 fig5, fig4, move = defaultdict(list), defaultdict(list), defaultdict(list)
 header = []
 for line in open(log, errors="replace"):
@@ -37,6 +37,8 @@ for line in open(log, errors="replace"):
     elif line.startswith("OVERHEAD "):
         f = fields(line)
         over[f["mpm"]].append((int(f["pair"]), float(f["base_rps"]), float(f["tonari_rps"])))
+        if "tonari_unmapped_rps" in f:
+            unmapped[f["mpm"]].append(float(f["tonari_unmapped_rps"]) / float(f["base_rps"]))
     elif line.startswith("OVERLAP "):
         f = fields(line)
         overlap[f["mpm"]].append((int(f["pair"]), float(f["base_rps"]), float(f["tonari_rps"])))
@@ -72,6 +74,8 @@ if over:
             print("  %-7s pair %2d: base %7.1f req/s, tonari %7.1f req/s, ratio %.3f" % (m, p, b, t, r))
         base, ton = [b for _, b, _ in rows], [t for _, _, t in rows]
         print("  %-7s: ratio median %s" % (m, spread(q)))
+        if unmapped.get(m):
+            print("  %-7s: a host outside the map (no move) ÷ base, ratio median %s" % (m, spread(unmapped[m])))
         print("  %-7s: base req/s median %s; tonari %s; same-side spread max/min %.2f and %.2f"
               % (m, spread(base, "%.1f"), spread(ton, "%.1f"), max(base) / min(base), max(ton) / min(ton)))
         dat = os.path.join(tmp, "over-%s.dat" % m)
