@@ -8,8 +8,10 @@
 # PREFIX-fig4.png (a normal host's throughput next to a heavy one, limited or not).
 #
 # usage: request-domains-report.py LOG PREFIX
+import atexit
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -55,6 +57,7 @@ if not (over or fig5 or fig4 or move):
     sys.exit("request-domains-report: no OVERHEAD, FIG5, FIG4 or MOVE lines in %s" % log)
 print("\n".join(header))
 tmp = tempfile.mkdtemp(prefix="request-domains-report.")
+atexit.register(shutil.rmtree, tmp, True)
 
 
 def gnuplot(script):
