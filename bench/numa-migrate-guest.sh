@@ -1,104 +1,129 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# The guest side of bench/numa-migrate (seed 002, Fig 8 and Fig 9): runs in the VM test bed as
-# root with tonarid started. Prints raw lines the host script turns into tables and plots:
+# The guest side of bench/numa-migrate (seed 002, Fig 9 and the CPU and neighbour figures): runs
+# in the VM test bed as root with tonarid started. Per repetition and policy, a slice "bench" on
+# CPU 1 with its memory on node 0 runs numa-workload (MIB MiB, every second page hot, its own
+# move_pages query of where the pages are every 100 ms) while numa-neighbour spins on CPU 0; the
+# slice's memory then moves to node 1:
+#   eager       tonarictl slice migrate bench 1 MemoryMigration=eager: tonarid sets the slice
+#               unit's AllowedMemoryNodes=1 through systemd, and the kernel moves every page while
+#               systemd writes cpuset.mems (what `systemctl set-property X.slice AllowedMemoryNodes=1`
+#               does)
+#   periodical, severe, mild
+#               tonari's lazy job, N pages every INTERVAL ms
+# Prints raw lines the host script turns into tables and the plot:
 #
-#   LOC POLICY N REP T_MS HOT_PCT ALL_PCT MAX_ITER_US   locality every 100 ms (Fig 9)
-#   SUM POLICY N REP CPU_MS ELAPSED_MS HOT95_MS ALL95_MS STALL_MS BASE_STALL_MS
-#   CPU POLICY N REP CPU_MS                              CPU time of one migration (Fig 8)
-#   BUD POLICY N REP BUDGET_PCT CPU_MS ELAPSED_MS        MigrationCPUBudget= held?
+#   LOC POLICY REP T_MS HOT_PCT ALL_PCT MAX_PASS_US         locality every 100 ms from the start
+#   SUM POLICY REP ELAPSED_MS HOT95_MS ALL95_MS OTHER_CPU_MS WORKER_CPU_MS IDLE_MS NB_BEFORE NB_DURING NB_WORST STALL_MS BASE_STALL_MS
 #
-# eager is migratepages(8) (the kernel's move of every page at once; its user+system time),
-# the others tonari's jobs (the worker thread's CPU time, from the journal).
-# usage: numa-migrate-guest.sh --workload=PATH [--mib=M] [--reps=R] [--n-loc=N] [--ns=N,N,...] [--interval-ms=T]
+# ELAPSED_MS the wall time of the migrate command (--wait), HOT95/ALL95 when 95 % of the hot half /
+# of all pages were on node 1 (-1: never while watched), OTHER_CPU_MS the guest's busy CPU time
+# over the migration minus the workload's and the neighbour's (what the migration took: the
+# kernel's worker for eager, tonarid's thread for the others, plus background noise),
+# WORKER_CPU_MS tonari's worker thread from the job's journal entry (0 for eager), IDLE_MS idle
+# CPU time over the migration, NB_* the neighbour's chunks per second in the 2 s before, over the
+# migration, and in its worst 100 ms interval of the migration, STALL/BASE_STALL the longest pass
+# over the hot set during the migration and in the 2 s before.
+#
+# usage: numa-migrate-guest.sh --workload=PATH --neighbour=PATH [--mib=M] [--reps=R] [--n=N]
+#        [--interval-ms=T] [--policies=eager,periodical,severe,mild]
 set -eu
 
-WL= MIB=32 REPS=3 NLOC=1024 NS=256,1024,4096 TMS=100
+WL='' NB='' MIB=64 REPS=3 N=1024 TMS=100 POLICIES=eager,periodical,severe,mild
 for a in "$@"; do
         case $a in
         --workload=*) WL=${a#*=} ;;
+        --neighbour=*) NB=${a#*=} ;;
         --mib=*) MIB=${a#*=} ;;
         --reps=*) REPS=${a#*=} ;;
-        --n-loc=*) NLOC=${a#*=} ;;
-        --ns=*) NS=${a#*=} ;;
+        --n=*) N=${a#*=} ;;
         --interval-ms=*) TMS=${a#*=} ;;
+        --policies=*) POLICIES=${a#*=} ;;
         *) echo "numa-migrate-guest: unknown option '$a'" >&2; exit 2 ;;
         esac
 done
 [[ -x $WL ]] || { echo "numa-migrate-guest: no workload at '$WL'" >&2; exit 1; }
+[[ -x $NB ]] || { echo "numa-migrate-guest: no neighbour at '$NB'" >&2; exit 1; }
+[[ $(numactl -H | awk '/^available:/ { print $2 }') == 2 ]] || { echo "numa-migrate-guest: the guest needs two NUMA nodes" >&2; exit 1; }
 [[ -e /sys/kernel/mm/page_idle/bitmap ]] || echo "numa-migrate-guest: WARNING: no idle page tracking, severe and mild act as periodical" >&2
 
 field() { # job id, field
         journalctl -o verbose --output-fields="$2" "TONARI_JOB=$1" TONARI_REASON=memory-migration -q |
                 sed -n "s/^ *$2=//p" | tail -n1
 }
-
-# First time (ms after t0) at which column col reached 95 in file f after line from.
+busy_idle() { # busy and idle ms of all CPUs since boot (USER_HZ 100)
+        awk '/^cpu / { print ($2 + $3 + $4 + $7 + $8 + $9) * 10, ($5 + $6) * 10 }' /proc/stat
+}
+proc_cpu_ms() { # utime + stime of a process (all its threads)
+        awk '{ print ($14 + $15) * 10 }' "/proc/$1/stat"
+}
+# First time (ms from t0) at which column col of file f reached 95.
 at95() {
-        awk -v col="$2" -v from="$3" -v t0="$4" 'NR > from && $1 ~ /^[0-9]+$/ && $col >= 95 { print $1 - t0; exit }' "$1"
+        awk -v col="$2" -v t0="$3" '$1 ~ /^[0-9]+$/ && $1 >= t0 && $col >= 95 { print $1 - t0; exit }' "$1"
 }
 
-run() { # policy n interval_ms rep kind(loc|cpu|budget) [cpu budget percent]
-        local policy=$1 n=$2 tms=$3 rep=$4 kind=$5 budget=${6:-0} out=/var/tmp/bench-wl.out fifo=/var/tmp/bench-wl.fifo
-        local wl from t0 cpu_ms=0 elapsed_ms=0 job id hot95 all95 stall base
-        tonarictl slice create bench AllowedMemoryNodes=$([[ $policy == eager ]] && echo 0-1 || echo 0) AllowedCPUs=0
-        rm -f "$fifo" "$out"
+run() { # policy rep
+        local policy=$1 rep=$2 out=/var/tmp/bench-wl.out nbout=/var/tmp/bench-nb.out fifo=/var/tmp/bench-wl.fifo
+        local wl nb t0 t1 b0 i0 b1 i1 w0 w1 n0 n1 job id worker_ms=0 elapsed hot95 all95 other idle
+        tonarictl slice create bench AllowedMemoryNodes=0 AllowedCPUs=1
+        rm -f "$fifo" "$out" "$nbout"
         mkfifo "$fifo"
         "$WL" "$MIB" 2 1 600 <"$fifo" >"$out" &
         wl=$!
         tonarictl slice attach bench "$wl"
         echo go >"$fifo"
         until grep -q '^ready' "$out"; do sleep 0.1; done
-        sleep 1
-        from=$(wc -l <"$out")
-        t0=$(tail -n1 "$out" | awk '{ print $1 }')
+        taskset -c 0 "$NB" 600 >"$nbout" &
+        nb=$!
+        sleep 2.5
+        read -r b0 i0 < <(busy_idle)
+        w0=$(proc_cpu_ms "$wl")
+        n0=$(proc_cpu_ms "$nb")
+        t0=$("$NB" now)
         if [[ $policy == eager ]]; then
-                local t1 t2
-                t1=$(date +%s%3N)
-                TIMEFORMAT='%U %S'
-                { time migratepages "$wl" 0 1 ; } 2>/var/tmp/eager.time
-                t2=$(date +%s%3N)
-                cpu_ms=$(awk '{ printf "%d", ($1 + $2) * 1000 }' /var/tmp/eager.time)
-                elapsed_ms=$((t2 - t1))
-                tonarictl slice set bench AllowedCPUs=1
+                tonarictl slice migrate bench 1 MemoryMigration=eager --wait >/var/tmp/bench-job.out
         else
-                job=$(tonarictl slice migrate bench 1 "MemoryMigration=$policy" "MigrationBatchPages=$n" \
-                        "MigrationIntervalSec=${tms}ms" "MigrationCPUBudget=$budget" --wait 2>/dev/null | awk '{ print $1 }')
+                tonarictl slice migrate bench 1 "MemoryMigration=$policy" "MigrationBatchPages=$N" \
+                        "MigrationIntervalSec=${TMS}ms" --wait >/var/tmp/bench-job.out
+        fi
+        t1=$("$NB" now)
+        read -r b1 i1 < <(busy_idle)
+        w1=$(proc_cpu_ms "$wl")
+        n1=$(proc_cpu_ms "$nb")
+        job=$(awk '{ print $1; exit }' /var/tmp/bench-job.out)
+        [[ $(awk '{ print $2; exit }' /var/tmp/bench-job.out) == done ]] ||
+                { echo "numa-migrate-guest: $policy: the job did not finish: $(cat /var/tmp/bench-job.out)" >&2; return 1; }
+        if [[ $policy != eager ]]; then
                 id=${job##*/}
-                cpu_ms=$(( $(field "$id" TONARI_CPU_USEC) / 1000 ))
-                elapsed_ms=$(( $(field "$id" TONARI_ELAPSED_USEC) / 1000 ))
+                worker_ms=$(($(field "$id" TONARI_CPU_USEC) / 1000))
         fi
         sleep 1.5
-        kill "$wl"
-        wait "$wl" 2>/dev/null || true
-        if [[ $kind == loc ]]; then
-                awk -v p="$policy" -v n="$n" -v r="$rep" -v from="$from" -v t0="$t0" \
-                        'NR > from && $1 ~ /^[0-9]+$/ { print "LOC", p, n, r, $1 - t0, $2, $3, $4 }' "$out"
-                hot95=$(at95 "$out" 2 "$from" "$t0")
-                all95=$(at95 "$out" 3 "$from" "$t0")
-                # The longest pass over the hot set during the move, and before it (the baseline).
-                stall=$(awk -v from="$from" -v t0="$t0" -v end="$((elapsed_ms + 2000))" \
-                        'NR > from && $1 - t0 <= end && $4 > m { m = $4 } END { printf "%.1f", m / 1000 }' "$out")
-                base=$(awk -v from="$from" 'NR > 2 && NR <= from && $4 > m { m = $4 } END { printf "%.1f", m / 1000 }' "$out")
-                echo "SUM $policy $n $rep $cpu_ms $elapsed_ms ${hot95:--1} ${all95:--1} $stall $base"
-        elif [[ $kind == budget ]]; then
-                echo "BUD $policy $n $rep $budget $cpu_ms $elapsed_ms"
-        else
-                echo "CPU $policy $n $rep $cpu_ms"
-        fi
+        kill "$wl" "$nb"
+        wait "$wl" "$nb" 2>/dev/null || true
+        elapsed=$((t1 - t0))
+        other=$(((b1 - b0) - (w1 - w0) - (n1 - n0)))
+        idle=$((i1 - i0))
+        awk -v p="$policy" -v r="$rep" -v t0="$t0" \
+                '$1 ~ /^[0-9]+$/ && $1 >= t0 - 1000 { print "LOC", p, r, $1 - t0, $2, $3, $4 }' "$out"
+        hot95=$(at95 "$out" 2 "$t0")
+        all95=$(at95 "$out" 3 "$t0")
+        # The neighbour's rate (chunks/s) in the 2 s before, over the migration, and its worst interval.
+        nbs=$(awk -v t0="$t0" -v t1="$t1" '
+                { if (NR > 1) { dt = $1 - prev; if ($1 > t0 - 2000 && $1 <= t0) { bc += $2; bt += dt }
+                                if ($1 > t0 && $1 <= t1 + 100) { dc += $2; dtt += dt; r = $2 * 1000 / dt; if (w == "" || r < w) w = r } }
+                  prev = $1 }
+                END { printf "%.0f %.0f %.0f", bt ? bc * 1000 / bt : 0, dtt ? dc * 1000 / dtt : 0, w }' "$nbout")
+        stall=$(awk -v t0="$t0" -v t1="$t1" '$1 ~ /^[0-9]+$/ && $1 > t0 && $1 <= t1 + 200 && $4 > m { m = $4 } END { printf "%.1f", m / 1000 }' "$out")
+        base=$(awk -v t0="$t0" '$1 ~ /^[0-9]+$/ && $1 > t0 - 2000 && $1 <= t0 && $4 > m { m = $4 } END { printf "%.1f", m / 1000 }' "$out")
+        echo "SUM $policy $rep $elapsed ${hot95:--1} ${all95:--1} $other $worker_ms $idle $nbs $stall $base"
         tonarictl slice remove bench
 }
 
-IFS=, read -ra ns <<<"$NS"
+IFS=, read -ra policies <<<"$POLICIES"
+# Each repetition starts with the next policy, so that a drift of the host's load spreads over all.
 for rep in $(seq "$REPS"); do
-        for policy in eager periodical severe mild; do
-                run "$policy" "$NLOC" "$TMS" "$rep" loc
+        for ((k = 0; k < ${#policies[@]}; k++)); do
+                run "${policies[$(((k + rep - 1) % ${#policies[@]}))]}" "$rep"
         done
-        for n in "${ns[@]}"; do
-                for policy in periodical severe mild; do
-                        run "$policy" "$n" 20 "$rep" cpu
-                done
-        done
-        run mild "$NLOC" 20 "$rep" budget 10
 done

@@ -6,7 +6,7 @@
  *
  *   t_ms hot_pct all_pct max_iter_us iters
  *
- * t_ms since it started looping, the share of its hot and of all its pages on node TARGET
+ * t_ms the CLOCK_MONOTONIC time in milliseconds (the clock of the benchmark's other programs), the share of its hot and of all its pages on node TARGET
  * (move_pages(2) query, in percent with one decimal), the longest pass over the hot set and the
  * passes done in that interval. It waits for a line on stdin before allocating (so that it can be
  * moved into a slice first) and prints "ready" once its memory is touched. Stops after DURATION_S
@@ -65,7 +65,6 @@ static void *sampler(void *arg) {
         unsigned interval_ms = *(unsigned *) arg;
         void **addrs = malloc(n_pages * sizeof(void *));
         int *status = malloc(n_pages * sizeof(int));
-        uint64_t start = mono_us();
 
         if (!addrs || !status)
                 abort();
@@ -73,7 +72,7 @@ static void *sampler(void *arg) {
                 uint64_t t = mono_us();
                 unsigned hot = share_on_target(addrs, status, hot_every);
                 unsigned all = share_on_target(addrs, status, 1);
-                printf("%llu %u.%u %u.%u %llu %llu\n", (unsigned long long) ((t - start) / 1000), hot / 10, hot % 10,
+                printf("%llu %u.%u %u.%u %llu %llu\n", (unsigned long long) (t / 1000), hot / 10, hot % 10,
                        all / 10, all % 10, (unsigned long long) atomic_exchange(&max_iter_us, 0),
                        (unsigned long long) atomic_exchange(&iters, 0));
                 fflush(stdout);
