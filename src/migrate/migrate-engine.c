@@ -212,10 +212,14 @@ static void move_batch(MigrateEngine *e, const MigrateScan *scan, const size_t *
                                 res->moved++;
                                 if (hot[i + j])
                                         res->hot_moved++;
-                        } else if (st == -ENOENT || st == -EFAULT || st == -ESRCH)
+                        } else if (st == -ENOENT || st == -ESRCH)
                                 res->gone++;
                         else
-                                res->failed++; /* -EBUSY, -EACCES (shared), -ENOMEM, a node it could not get */
+                                /* -EBUSY, -EACCES (shared), -ENOMEM, a node it could not get, and -EFAULT:
+                                 * present at the scan, but hidden behind a NUMA hinting entry (or
+                                 * unmapped since); the kernel moves what is left when the job
+                                 * narrows cpuset.mems. */
+                                res->failed++;
                 }
                 i += k;
         }
@@ -326,7 +330,9 @@ static void *engine_thread(void *userdata) {
 
                 r = e->config.get_pids(e->config.get_pids_userdata, &pids, &n_pids);
                 if (r >= 0)
-                        r = migrate_scan(e->proc, pids, n_pids, e->target, e->target_size, &scan);
+                        /* Hidden pages are tried in the first pass only: they stay hidden until
+                         * the process touches them, and each pass would count them again. */
+                        r = migrate_scan(e->proc, pids, n_pids, e->target, e->target_size, pass == 0, &scan);
                 if (r < 0) {
                         error = r;
                         final = MIGRATE_ENGINE_FAILED;

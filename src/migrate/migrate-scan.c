@@ -122,7 +122,7 @@ int migrate_scan_query_nodes(const MigrateScan *s, int *ret_nodes) {
 }
 
 int migrate_scan(const char *proc, const pid_t *pids, size_t n_pids, const uint8_t *target, size_t target_size,
-                 MigrateScan *ret) {
+                 bool keep_hidden, MigrateScan *ret) {
         _cleanup_(migrate_scan_done) MigrateScan s = {};
         _cleanup_free_ int *nodes = NULL;
         size_t allocated = 0, kept = 0;
@@ -152,7 +152,8 @@ int migrate_scan(const char *proc, const pid_t *pids, size_t n_pids, const uint8
                 if (r < 0)
                         return r;
                 for (size_t i = 0; i < s.n_pages; i++)
-                        if (nodes[i] >= 0 && !node_in(target, target_size, nodes[i]))
+                        if ((nodes[i] >= 0 && !node_in(target, target_size, nodes[i])) ||
+                            (keep_hidden && nodes[i] == -EFAULT))
                                 s.pages[kept++] = s.pages[i];
                 s.n_pages = kept;
         }

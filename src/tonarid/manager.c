@@ -11,6 +11,7 @@
 
 #include "alloc-util.h"
 #include "bus-util.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
@@ -306,7 +307,9 @@ static int manager_start_borrowing(Manager *m) {
 
 static int manager_start_migration(Manager *m) {
         char state_dir[PATH_MAX + 16];
+        _cleanup_free_ char *balancing = NULL;
         bool page_idle = m->features.feature[FEATURE_PAGE_IDLE].available;
+        const char *hinting = "";
         int r;
 
         if (!m->slices)
@@ -319,9 +322,15 @@ static int manager_start_migration(Manager *m) {
                                 &m->migrate);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up memory migration: %m");
-        return features_set(&m->features, FEATURE_MEMORY_MIGRATION, true,
+        /* Before Linux 6.5 move_pages(2) cannot see a page waiting for a NUMA hinting fault: the
+         * jobs count such pages as failed and the kernel moves them when cpuset.mems narrows. */
+        if (read_one_line_file("/proc/sys/kernel/numa_balancing", &balancing) >= 0 && !streq(balancing, "0"))
+                hinting = "; kernel.numa_balancing is on: pages waiting for a NUMA hinting fault cannot be moved "
+                          "lazily before Linux 6.5, they count as failed and move when the job narrows the nodes";
+        return features_set(&m->features, FEATURE_MEMORY_MIGRATION, true, "%s%s",
                             page_idle ? "lazy, in userspace; referenced pages first from idle page tracking"
-                                      : "lazy, in userspace; no idle page tracking: severe and mild act as periodical");
+                                      : "lazy, in userspace; no idle page tracking: severe and mild act as periodical",
+                            hinting);
 }
 
 /* Hog limiting needs slices and taskstats; without taskstats HogLimiting= is refused and Features
