@@ -6,9 +6,14 @@
  *
  *   t_ms hot_pct all_pct max_iter_us iters
  *
- * t_ms the CLOCK_MONOTONIC time in milliseconds (the clock of the benchmark's other programs), the share of its hot and of all its pages on node TARGET
- * (move_pages(2) query, in percent with one decimal), the longest pass over the hot set and the
- * passes done in that interval. It waits for a line on stdin before allocating (so that it can be
+ * t_ms the CLOCK_MONOTONIC time in milliseconds (the clock of the benchmark's other programs),
+ * the share of its hot and of all its pages on node TARGET in percent with one decimal, the longest
+ * pass over the hot set and the passes done in that interval. The hot share comes from a
+ * move_pages(2) query of the hot pages, the share of all pages from the kernel's own count in
+ * /proc/self/numa_maps: with automatic NUMA balancing on (Debian's kernel on two nodes), a page
+ * waiting for a NUMA hinting fault is answered with -EFAULT by move_pages(2) on kernels before 6.5
+ * (follow_page() refuses its PROT_NONE entry), which would count every cold page as not moved. Hot
+ * pages are touched every pass and leave that state at once; the few caught in it are left out. It waits for a line on stdin before allocating (so that it can be
  * moved into a slice first) and prints "ready" once its memory is touched. Stops after DURATION_S
  * seconds or on SIGTERM.
  *
@@ -45,9 +50,9 @@ static void on_term(int sig) {
         atomic_store(&stop, true);
 }
 
-/* Percent (×10) of the pages (every step-th) on the target node. */
+/* Percent (×10) of the pages (every step-th) on the target node, of those move_pages(2) can see. */
 static unsigned share_on_target(void **addrs, int *status, size_t step) {
-        size_t n = 0, on = 0;
+        size_t n = 0, on = 0, hidden = 0;
         for (size_t i = 0; i < n_pages; i += step)
                 addrs[n++] = mem + i * page_size;
         for (size_t i = 0; i < n; i += 65536) {
@@ -56,9 +61,36 @@ static unsigned share_on_target(void **addrs, int *status, size_t step) {
                         for (size_t j = 0; j < k; j++)
                                 status[i + j] = -errno;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 on += status[i] == target;
-        return n ? (unsigned) (on * 1000 / n) : 0;
+                hidden += status[i] == -EFAULT;
+        }
+        return n > hidden ? (unsigned) (on * 1000 / (n - hidden)) : 0;
+}
+
+/* Percent (×10) of the whole area on the target node, from the Nx= counts of its numa_maps line. */
+static unsigned numa_maps_share(void) {
+        char key[32], *line = NULL;
+        size_t size = 0, on = 0;
+        FILE *f = fopen("/proc/self/numa_maps", "re");
+
+        if (!f)
+                return 0;
+        (void) snprintf(key, sizeof(key), "%lx ", (unsigned long) (uintptr_t) mem);
+        while (getline(&line, &size, f) > 0) {
+                if (strncmp(line, key, strlen(key)) != 0)
+                        continue;
+                for (char *p = strstr(line, " N"); p; p = strstr(p + 1, " N")) {
+                        int node;
+                        unsigned long count;
+                        if (sscanf(p, " N%d=%lu", &node, &count) == 2 && node == target)
+                                on += count;
+                }
+                break;
+        }
+        free(line);
+        fclose(f);
+        return n_pages ? (unsigned) (on * 1000 / n_pages) : 0;
 }
 
 static void *sampler(void *arg) {
@@ -71,7 +103,7 @@ static void *sampler(void *arg) {
         while (!atomic_load(&stop)) {
                 uint64_t t = mono_us();
                 unsigned hot = share_on_target(addrs, status, hot_every);
-                unsigned all = share_on_target(addrs, status, 1);
+                unsigned all = numa_maps_share();
                 printf("%llu %u.%u %u.%u %llu %llu\n", (unsigned long long) (t / 1000), hot / 10, hot % 10,
                        all / 10, all % 10, (unsigned long long) atomic_exchange(&max_iter_us, 0),
                        (unsigned long long) atomic_exchange(&iters, 0));
@@ -114,9 +146,16 @@ int main(int argc, char *argv[]) {
 
         page_size = (size_t) sysconf(_SC_PAGESIZE);
         n_pages = mib * 1024 * 1024 / page_size;
-        mem = mmap(NULL, n_pages * page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* Between two inaccessible pages: the area never merges with a neighbour, so that its own
+         * line in numa_maps starts at mem. */
+        mem = mmap(NULL, (n_pages + 2) * page_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (mem == MAP_FAILED) {
                 perror("mmap");
+                return 1;
+        }
+        mem += page_size;
+        if (mprotect(mem, n_pages * page_size, PROT_READ | PROT_WRITE) < 0) {
+                perror("mprotect");
                 return 1;
         }
         /* 4 KiB pages: idle page tracking and move_pages(2) see each page on its own. */
