@@ -15,16 +15,17 @@
 # Prints raw lines the host script turns into tables and the plot:
 #
 #   LOC POLICY REP T_MS HOT_PCT ALL_PCT MAX_PASS_US         locality every 100 ms from the start
-#   SUM POLICY REP ELAPSED_MS HOT95_MS ALL95_MS OTHER_CPU_MS WORKER_CPU_MS IDLE_MS NB_BEFORE NB_DURING NB_WORST STALL_MS BASE_STALL_MS
+#   SUM POLICY REP ELAPSED_MS HOT95_MS ALL95_MS OTHER_CPU_MS WORKER_CPU_MS NB_SHARE_BEFORE NB_SHARE_DURING NB_RATE_BEFORE NB_RATE_DURING STALL_MS BASE_STALL_MS
 #
 # ELAPSED_MS the wall time of the migrate command (--wait), HOT95/ALL95 when 95 % of the hot half /
-# of all pages were on node 1 (-1: never while watched), OTHER_CPU_MS the guest's busy CPU time
-# over the migration minus the workload's and the neighbour's (what the migration took: the
-# kernel's worker for eager, tonarid's thread for the others, plus background noise),
-# WORKER_CPU_MS tonari's worker thread from the job's journal entry (0 for eager), IDLE_MS idle
-# CPU time over the migration, NB_* the neighbour's chunks per second in the 2 s before, over the
-# migration, and in its worst 100 ms interval of the migration, STALL/BASE_STALL the longest pass
-# over the hot set during the migration and in the 2 s before.
+# of all pages were on node 1 (-1: never while watched), OTHER_CPU_MS the CPU time every task of
+# the guest but the workload and the neighbour ran over the migration (the scheduler's own
+# accounting, /proc/PID/task/TID/schedstat: what the migration took, the kernel's workers and
+# systemd for eager, tonarid for the others, plus the guest's background), WORKER_CPU_MS tonari's
+# worker thread from the job's journal entry (0 for eager), NB_SHARE_* the neighbour's share of
+# its CPU (per mille, schedstat) in the 2 s before and over the migration, NB_RATE_* its chunks
+# per second then (this one also drops when the host deschedules the VM's CPU), STALL/BASE_STALL
+# the longest pass over the hot set during the migration and in the 2 s before.
 #
 # usage: numa-migrate-guest.sh --workload=PATH --neighbour=PATH [--mib=M] [--reps=R] [--n=N]
 #        [--interval-ms=T] [--policies=eager,periodical,severe,mild]
@@ -52,11 +53,13 @@ field() { # job id, field
         journalctl -o verbose --output-fields="$2" "TONARI_JOB=$1" TONARI_REASON=memory-migration -q |
                 sed -n "s/^ *$2=//p" | tail -n1
 }
-busy_idle() { # busy and idle ms of all CPUs since boot (USER_HZ 100)
-        awk '/^cpu / { print ($2 + $3 + $4 + $7 + $8 + $9) * 10, ($5 + $6) * 10 }' /proc/stat
+# CPU time in ms from the scheduler (sum_exec_runtime; /proc/stat's ticks miss time when the host
+# deschedules the TCG CPUs): of every task, and of one process's threads.
+all_cpu_ms() {
+        cat /proc/[0-9]*/task/[0-9]*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s / 1000000 }'
 }
-proc_cpu_ms() { # utime + stime of a process (all its threads)
-        awk '{ print ($14 + $15) * 10 }' "/proc/$1/stat"
+proc_cpu_ms() {
+        cat /proc/"$1"/task/[0-9]*/schedstat | awk '{ s += $1 } END { printf "%d", s / 1000000 }'
 }
 # First time (ms from t0) at which column col of file f reached 95.
 at95() {
@@ -65,7 +68,7 @@ at95() {
 
 run() { # policy rep
         local policy=$1 rep=$2 out=/var/tmp/bench-wl.out nbout=/var/tmp/bench-nb.out fifo=/var/tmp/bench-wl.fifo
-        local wl nb t0 t1 b0 i0 b1 i1 w0 w1 n0 n1 job id worker_ms=0 elapsed hot95 all95 other idle
+        local wl nb ta t0 t1 a0 a1 w0 w1 na n0 n1 job id worker_ms=0 elapsed hot95 all95 other nbs
         tonarictl slice create bench AllowedMemoryNodes=0 AllowedCPUs=1
         rm -f "$fifo" "$out" "$nbout"
         mkfifo "$fifo"
@@ -76,8 +79,11 @@ run() { # policy rep
         until grep -q '^ready' "$out"; do sleep 0.1; done
         taskset -c 0 "$NB" 600 >"$nbout" &
         nb=$!
-        sleep 2.5
-        read -r b0 i0 < <(busy_idle)
+        sleep 0.5
+        ta=$("$NB" now)
+        na=$(proc_cpu_ms "$nb")
+        sleep 2
+        a0=$(all_cpu_ms)
         w0=$(proc_cpu_ms "$wl")
         n0=$(proc_cpu_ms "$nb")
         t0=$("$NB" now)
@@ -88,9 +94,9 @@ run() { # policy rep
                         "MigrationIntervalSec=${TMS}ms" --wait >/var/tmp/bench-job.out
         fi
         t1=$("$NB" now)
-        read -r b1 i1 < <(busy_idle)
-        w1=$(proc_cpu_ms "$wl")
         n1=$(proc_cpu_ms "$nb")
+        w1=$(proc_cpu_ms "$wl")
+        a1=$(all_cpu_ms)
         job=$(awk '{ print $1; exit }' /var/tmp/bench-job.out)
         [[ $(awk '{ print $2; exit }' /var/tmp/bench-job.out) == done ]] ||
                 { echo "numa-migrate-guest: $policy: the job did not finish: $(cat /var/tmp/bench-job.out)" >&2; return 1; }
@@ -102,21 +108,20 @@ run() { # policy rep
         kill "$wl" "$nb"
         wait "$wl" "$nb" 2>/dev/null || true
         elapsed=$((t1 - t0))
-        other=$(((b1 - b0) - (w1 - w0) - (n1 - n0)))
-        idle=$((i1 - i0))
+        other=$(((a1 - a0) - (w1 - w0) - (n1 - n0)))
         awk -v p="$policy" -v r="$rep" -v t0="$t0" \
                 '$1 ~ /^[0-9]+$/ && $1 >= t0 - 1000 { print "LOC", p, r, $1 - t0, $2, $3, $4 }' "$out"
         hot95=$(at95 "$out" 2 "$t0")
         all95=$(at95 "$out" 3 "$t0")
-        # The neighbour's rate (chunks/s) in the 2 s before, over the migration, and its worst interval.
+        # The neighbour's rate (chunks/s) in the 2 s before and over the migration.
         nbs=$(awk -v t0="$t0" -v t1="$t1" '
                 { if (NR > 1) { dt = $1 - prev; if ($1 > t0 - 2000 && $1 <= t0) { bc += $2; bt += dt }
-                                if ($1 > t0 && $1 <= t1 + 100) { dc += $2; dtt += dt; r = $2 * 1000 / dt; if (w == "" || r < w) w = r } }
+                                if ($1 > t0 && $1 <= t1 + 100) { dc += $2; dtt += dt } }
                   prev = $1 }
-                END { printf "%.0f %.0f %.0f", bt ? bc * 1000 / bt : 0, dtt ? dc * 1000 / dtt : 0, w }' "$nbout")
+                END { printf "%.0f %.0f", bt ? bc * 1000 / bt : 0, dtt ? dc * 1000 / dtt : 0 }' "$nbout")
         stall=$(awk -v t0="$t0" -v t1="$t1" '$1 ~ /^[0-9]+$/ && $1 > t0 && $1 <= t1 + 200 && $4 > m { m = $4 } END { printf "%.1f", m / 1000 }' "$out")
         base=$(awk -v t0="$t0" '$1 ~ /^[0-9]+$/ && $1 > t0 - 2000 && $1 <= t0 && $4 > m { m = $4 } END { printf "%.1f", m / 1000 }' "$out")
-        echo "SUM $policy $rep $elapsed ${hot95:--1} ${all95:--1} $other $worker_ms $idle $nbs $stall $base"
+        echo "SUM $policy $rep $elapsed ${hot95:--1} ${all95:--1} $other $worker_ms $(((n0 - na) * 1000 / (t0 - ta))) $(((n1 - n0) * 1000 / (elapsed > 0 ? elapsed : 1))) $nbs $stall $base"
         tonarictl slice remove bench
 }
 
