@@ -11,7 +11,7 @@
  * pass over the hot set and the passes done in that interval. The hot share comes from a
  * move_pages(2) query of the hot pages, the share of all pages from the kernel's own count in
  * /proc/self/numa_maps: with automatic NUMA balancing on (Debian's kernel on two nodes), a page
- * waiting for a NUMA hinting fault is answered with -EFAULT by move_pages(2) on kernels before 6.5
+ * waiting for a NUMA hinting fault is answered with -ENOENT by move_pages(2) on kernels before 6.5
  * (follow_page() refuses its PROT_NONE entry), which would count every cold page as not moved. Hot
  * pages are touched every pass and leave that state at once; the few caught in it are left out. It waits for a line on stdin before allocating (so that it can be
  * moved into a slice first) and prints "ready" once its memory is touched. Stops after DURATION_S
@@ -63,7 +63,7 @@ static unsigned share_on_target(void **addrs, int *status, size_t step) {
         }
         for (size_t i = 0; i < n; i++) {
                 on += status[i] == target;
-                hidden += status[i] == -EFAULT;
+                hidden += status[i] == -ENOENT || status[i] == -EFAULT; /* every page was touched */
         }
         return n > hidden ? (unsigned) (on * 1000 / (n - hidden)) : 0;
 }

@@ -96,6 +96,22 @@ static int scan_one(const char *proc, pid_t pid, uint32_t index, MigrateScan *s,
         return 0;
 }
 
+int migrate_page_present(const char *proc, pid_t pid, uint64_t vaddr) {
+        char path[64];
+        _cleanup_close_ int fd = -EBADF;
+        uint64_t entry;
+        ssize_t k;
+
+        (void) snprintf(path, sizeof(path), "%s/%d/pagemap", proc, (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        k = pread(fd, &entry, sizeof(entry), (off_t) (vaddr / (uint64_t) sysconf(_SC_PAGESIZE) * sizeof(entry)));
+        if (k < 0)
+                return -errno;
+        return k == sizeof(entry) && (entry & PAGEMAP_PRESENT);
+}
+
 int migrate_scan_query_nodes(const MigrateScan *s, int *ret_nodes) {
         _cleanup_free_ void **addrs = NULL;
         size_t i = 0;
@@ -153,7 +169,7 @@ int migrate_scan(const char *proc, const pid_t *pids, size_t n_pids, const uint8
                         return r;
                 for (size_t i = 0; i < s.n_pages; i++)
                         if ((nodes[i] >= 0 && !node_in(target, target_size, nodes[i])) ||
-                            (keep_hidden && nodes[i] == -EFAULT))
+                            (keep_hidden && (nodes[i] == -ENOENT || nodes[i] == -EFAULT)))
                                 s.pages[kept++] = s.pages[i];
                 s.n_pages = kept;
         }
