@@ -7,7 +7,11 @@
 # with the value quoted. The workload (bench/numa-workload, from --with=) allocates 32 MiB, touches
 # every second page in a loop and reports where its pages are every 100 ms.
 # With the tonari kernel (idle page tracking) Severe and Mild must make the hot half local before
-# the rest; on Debian's kernel they act as Periodical and the job says Referenced=false.
+# the rest; on Debian's kernel they act as Periodical and the job says Referenced=false. Debian's
+# kernel also balances NUMA automatically (kernel.numa_balancing=1 on two nodes): move_pages(2) of
+# Linux 6.1 cannot see a page waiting for a NUMA hinting fault (-ENOENT), so there the jobs count
+# the cold pages in that state as failed and the kernel moves them when the job narrows
+# cpuset.mems; the workload counts all its pages from numa_maps for the same reason.
 # Run: test/vm/run-with-packages build/deb --with=build/bench/numa-workload [--kernel=tonari] test/vm/TEST-20-migrate.sh
 set -eux
 set -o pipefail
@@ -20,6 +24,7 @@ WORKLOAD=/usr/local/bin/numa-workload
 MIB=32
 PAGE_IDLE=0
 [[ -e /sys/kernel/mm/page_idle/bitmap ]] && PAGE_IDLE=1
+BALANCING=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo 0)
 
 sprop() {
         busctl get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Slice1 "$2"
@@ -61,6 +66,11 @@ testcase_install() {
         install -m 0755 "$TONARI_VM_SHARE/artifacts/numa-workload" "$WORKLOAD"
         systemctl start tonarid.service
         assert_eq 2 "$(numactl -H | awk '/^available:/ {print $2}')" "NUMA nodes"
+        if [[ $BALANCING != 0 ]]; then
+                assert_match 'numa_balancing is on' \
+                        "$(busctl get-property org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 Features)" \
+                        "Features names the pages NUMA balancing hides"
+        fi
 }
 
 # One slice per policy: node 0 → node 1 with 1024 pages every 100 ms (32 MiB: 8 rounds).
@@ -88,12 +98,18 @@ migrate_with() {
         moved=$(journal_field "$id" TONARI_PAGES_MOVED)
         total=$(journal_field "$id" TONARI_PAGES_TOTAL)
         hotmoved=$(journal_field "$id" TONARI_HOT_PAGES_MOVED)
-        assert_ge "$moved" $((MIB * 256 * 95 / 100)) "pages moved"
-        assert_ge "$total" "$moved" "pages total"
+        failed=$(journal_field "$id" TONARI_PAGES_FAILED)
+        if [[ $BALANCING == 0 ]]; then
+                assert_ge "$moved" $((MIB * 256 * 95 / 100)) "pages moved"
+        else
+                # Cold pages behind NUMA hinting entries are counted, not lost.
+                assert_ge "$((moved + failed))" $((MIB * 256 * 95 / 100)) "pages moved or counted as failed"
+        fi
+        assert_ge "$total" "$((moved + failed))" "pages total"
         hot=$(first_at_95 "$out" 2 "$start_line")
         all=$(first_at_95 "$out" 3 "$start_line")
         t0=$(sed -n "${start_line}p" "$out" | awk '{ print $1 }')
-        echo "TONARI-RESULT migrate $policy page_idle=$PAGE_IDLE hot95_ms=$((hot - t0)) all95_ms=$((all - t0)) moved=$moved hot_moved=$hotmoved"
+        echo "TONARI-RESULT migrate $policy page_idle=$PAGE_IDLE numa_balancing=$BALANCING hot95_ms=$((hot - t0)) all95_ms=$((all - t0)) moved=$moved failed=$failed hot_moved=$hotmoved"
         if [[ $policy == periodical || $PAGE_IDLE == 0 ]]; then
                 assert_eq 0 "$hotmoved" "referenced pages moved first without referenced bits"
         else
