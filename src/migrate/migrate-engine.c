@@ -212,14 +212,14 @@ static void move_batch(MigrateEngine *e, const MigrateScan *scan, const size_t *
                                 res->moved++;
                                 if (hot[i + j])
                                         res->hot_moved++;
-                        } else if (st == -ESRCH ||
+                        } else if (st == -ESRCH || st == -EFAULT ||
                                    (st == -ENOENT && migrate_page_present(e->proc, scan->pids[proc], (uintptr_t) addrs[j]) <= 0))
                                 res->gone++;
                         else
                                 /* -EBUSY, -EACCES (shared), -ENOMEM, a node it could not get, and
-                                 * -ENOENT/-EFAULT for a page still present: hidden behind a NUMA
-                                 * hinting entry (or unmapped meanwhile); the kernel moves what is
-                                 * left when the job narrows cpuset.mems. */
+                                 * -ENOENT for a page still present: hidden behind a NUMA hinting
+                                 * entry; the kernel moves what is left when the job narrows
+                                 * cpuset.mems. */
                                 res->failed++;
                 }
                 i += k;

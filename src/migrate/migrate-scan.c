@@ -169,7 +169,7 @@ int migrate_scan(const char *proc, const pid_t *pids, size_t n_pids, const uint8
                         return r;
                 for (size_t i = 0; i < s.n_pages; i++)
                         if ((nodes[i] >= 0 && !node_in(target, target_size, nodes[i])) ||
-                            (keep_hidden && (nodes[i] == -ENOENT || nodes[i] == -EFAULT)))
+                            (keep_hidden && nodes[i] == -ENOENT))
                                 s.pages[kept++] = s.pages[i];
                 s.n_pages = kept;
         }

@@ -106,9 +106,10 @@ typedef struct MigrateScan {
 /*
  * The present pages of pids that are not on a node of target (NULL: every present page), in walk
  * order. Processes that exit meanwhile are skipped. With keep_hidden, pages present in pagemap
- * that move_pages(2) answers with -ENOENT or -EFAULT are kept too: before Linux 6.5 it cannot see
- * a page whose entry waits for a NUMA hinting fault (kernel.numa_balancing=1), and such a page
- * may become movable once the process touches it. Thread-safe.
+ * that move_pages(2) answers with -ENOENT are kept too: before Linux 6.5 it cannot see a page
+ * whose entry waits for a NUMA hinting fault (kernel.numa_balancing=1), and such a page may become
+ * movable once the process touches it. (-EFAULT stays out: the shared zero page, never moved.)
+ * Thread-safe.
  */
 int migrate_scan(const char *proc, const pid_t *pids, size_t n_pids, const uint8_t *target, size_t target_size,
                  bool keep_hidden, MigrateScan *ret);
