@@ -55,9 +55,16 @@ first_at_95() {
         awk -v col="$2" -v from="$3" 'NR >= from && $1 ~ /^[0-9]+$/ && $col >= 95 { print $1; exit }' "$1"
 }
 
+# The job's last journal entry may reach the journal a moment after the job is gone.
 journal_field() { # job id, field
-        journalctl -o verbose --output-fields="$2" "TONARI_JOB=$1" TONARI_REASON=memory-migration -q |
-                sed -n "s/^ *$2=//p" | tail -n1
+        local v=''
+        for _ in $(seq 50); do
+                v=$(journalctl -o verbose --output-fields="$2" "TONARI_JOB=$1" TONARI_REASON=memory-migration -q |
+                        sed -n "s/^ *$2=//p" | tail -n1)
+                [[ -z $v ]] || break
+                sleep 0.2
+        done
+        echo "$v"
 }
 
 testcase_install() {
