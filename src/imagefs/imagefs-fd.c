@@ -275,8 +275,14 @@ static void mount_flush(FdMount *m) {
                 return;
         for (q = m->head; q; q = next) {
                 next = q->next;
-                if (q->sent)
+                if (q->sent) {
+                        /* libfuse answers EIO to whatever it reads before its FUSE_INIT is done, and a
+                         * worker's threads read in parallel: nothing follows a replayed FUSE_INIT until
+                         * the worker answered it (the kernel itself never sends before its own). */
+                        if (q->replay)
+                                break;
                         continue;
+                }
                 if (send(m->conn->fd, q->data, q->size, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
                         if (errno == EAGAIN) {
                                 full = true;
@@ -287,6 +293,8 @@ static void mount_flush(FdMount *m) {
                         return;
                 }
                 q->sent = true;
+                if (q->replay)
+                        break;
                 if (no_reply(q->opcode)) {
                         request_unlink(m, q);
                         free(q);
@@ -343,6 +351,8 @@ static void mount_answer(FdMount *m, const uint8_t *data, size_t size) {
         if (q && q->replay) {
                 request_unlink(m, q);
                 free(q);
+                /* The worker is ready: what waited behind its FUSE_INIT goes now. */
+                mount_flush(m);
                 return;
         }
         /* Notifications (unique 0) and answers to requests the table does not hold (an interrupt's)

@@ -983,7 +983,11 @@ void imagefs_mount_stop(ImagefsMount *m) {
                         fuse_session_unmount(m->session);
                 clock_gettime(CLOCK_REALTIME, &deadline);
                 deadline.tv_sec += STOP_WAIT_USEC / USEC_PER_SEC;
-                if (pthread_timedjoin_np(m->thread, NULL, &deadline) != 0) {
+                if (m->forwarder)
+                        /* A thread may wait for the relay (ReadTimeoutSec= at most); the connection is the
+                         * forwarder's, and aborting it would end the mount for every reader. */
+                        pthread_join(m->thread, NULL);
+                else if (pthread_timedjoin_np(m->thread, NULL, &deadline) != 0) {
                         /* Without fusectl (systemd mounts it at boot) nothing can end a connection that
                          * an overlay still uses: then this waits until the overlay is unmounted. */
                         log_warning("Mount %s is still in use, aborting its connection.", m->mountpoint);
