@@ -10,7 +10,7 @@
 #include "parse-util.h"
 #include "string-util.h"
 
-#define STATE_DIRECTORY_DEFAULT "/run/tonari-imagefs/fd"
+#define STATE_DIRECTORY_DEFAULT "/run/tonari-imagefs-fd/state"
 
 static const char *arg_socket = IMAGEFS_FD_SOCKET_DEFAULT;
 static const char *arg_state_directory = STATE_DIRECTORY_DEFAULT;

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "alloc-util.h"
 #include "imagefs-conf.h"
@@ -24,6 +25,20 @@ static int config_parse_relay(const char *file, unsigned line, const char *secti
         return 0;
 }
 
+static int config_parse_forwarder(const char *file, unsigned line, const char *section, const char *key,
+                                  const char *value, void *data) {
+        char *forwarder = data;
+
+        if (!streq(value, "auto") && !streq(value, "no") &&
+            (!path_is_normalized_absolute(value) || strlen(value) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))) {
+                _cleanup_free_ char *e = cescape(value);
+                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected auto, no, or the absolute "
+                                       "path of tonari-imagefs-fd's socket.", file, line, key, strna(e));
+        }
+        strcpy(forwarder, value);
+        return 0;
+}
+
 static const ConfigItem imagefs_config_table[] = {
         CONFIG_ITEM("ImageFS", "LogLevel", config_parse_log_level, ImagefsConfig, log_level),
         CONFIG_ITEM("ImageFS", "LogTarget", config_parse_log_target, ImagefsConfig, log_target),
@@ -32,6 +47,7 @@ static const ConfigItem imagefs_config_table[] = {
         CONFIG_ITEM("ImageFS", "CacheMaxBytes", config_parse_size, ImagefsConfig, cache_max_bytes),
         CONFIG_ITEM("ImageFS", "ReadTimeoutSec", config_parse_sec, ImagefsConfig, read_timeout_usec),
         CONFIG_ITEM("ImageFS", "MountDirectory", config_parse_path, ImagefsConfig, mount_directory),
+        CONFIG_ITEM("ImageFS", "Forwarder", config_parse_forwarder, ImagefsConfig, forwarder),
         {},
 };
 
@@ -69,7 +85,8 @@ void imagefs_config_dump(const ImagefsConfig *c, FILE *f) {
                 "CacheDirectory=%s\n"
                 "CacheMaxBytes=%" PRIu64 "\n"
                 "ReadTimeoutSec=%" PRIu64 "us\n"
-                "MountDirectory=%s\n",
+                "MountDirectory=%s\n"
+                "Forwarder=%s\n",
                 log_level_to_string(c->log_level), log_target_to_string(c->log_target), c->relay,
-                c->cache_directory, c->cache_max_bytes, c->read_timeout_usec, c->mount_directory);
+                c->cache_directory, c->cache_max_bytes, c->read_timeout_usec, c->mount_directory, c->forwarder);
 }

@@ -6,6 +6,7 @@
 #include <syslog.h>
 
 #include "conf-parser.h"
+#include "imagefs-fd-protocol.h"
 #include "imagefs-manager.h"
 #include "log.h"
 #include "time-util.h"
@@ -25,6 +26,7 @@ typedef struct ImagefsConfig {
         uint64_t cache_max_bytes;               /* [ImageFS] CacheMaxBytes= */
         usec_t read_timeout_usec;               /* [ImageFS] ReadTimeoutSec= */
         char mount_directory[PATH_MAX];         /* [ImageFS] MountDirectory=: where the layers are mounted */
+        char forwarder[PATH_MAX];               /* [ImageFS] Forwarder=: "auto", "no" or the forwarder's socket */
 } ImagefsConfig;
 
 /*
@@ -39,7 +41,13 @@ typedef struct ImagefsConfig {
                           .cache_directory = "/var/cache/tonari-imagefs",                              \
                           .cache_max_bytes = IMAGEFS_CACHE_MAX_DEFAULT_BYTES,                          \
                           .read_timeout_usec = IMAGEFS_READ_TIMEOUT_DEFAULT_USEC,                      \
-                          .mount_directory = "/run/tonari-imagefs" })
+                          .mount_directory = "/run/tonari-imagefs",                                    \
+                          .forwarder = "auto" })
+
+/* Forwarder=auto: tonari-imagefs-fd's socket, when it exists at start. */
+#define IMAGEFS_FORWARDER_AUTO_SOCKET IMAGEFS_FD_SOCKET_DEFAULT
+/* Daemon mode with a forwarder: the images mounted, in MountDirectory=. */
+#define IMAGEFS_STATE_FILE_NAME "images.state"
 
 /* Loads path and path.d/ *.conf over the defaults; errors are logged (file, line, value). */
 int imagefs_config_load(const char *path, ImagefsConfig *ret, char ***ret_files);

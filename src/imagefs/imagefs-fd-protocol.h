@@ -17,7 +17,8 @@
  * low-level session on it through fuse_session_custom_io().
  */
 
-#define IMAGEFS_FD_SOCKET_DEFAULT "/run/tonari-imagefs/fd.sock"
+/* In the forwarder unit's own RuntimeDirectory= (tonari-imagefs-fd.service). */
+#define IMAGEFS_FD_SOCKET_DEFAULT "/run/tonari-imagefs-fd/fd.sock"
 
 /* The largest FUSE message either way: libfuse 3.14 asks for 256 pages per request (1 MiB of data)
  * plus a page for the headers; a little more so that a larger request is reported, not cut. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
+#include <dirent.h>
 #include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -46,7 +47,9 @@ typedef struct ImageMount {
         char *image;
         char *upperdir, *workdir; /* NULL: read-only */
         ImagefsMount **layers;    /* bottom first; each owned by the manager's mounts, shared */
+        ImagefsImageLayer *infos; /* the same layers as the relay described them (for the state file) */
         size_t n_layers;
+        bool use_toc;
 } ImageMount;
 
 struct ImagefsManager {
@@ -61,6 +64,7 @@ struct ImagefsManager {
         usec_t read_timeout_usec;
         char *stats_file;
         char *forwarder;
+        char *state_file;
 
         ImagefsRelay **relays;
         size_t n_relays;
@@ -72,7 +76,10 @@ struct ImagefsManager {
 
         ImageMount *images;
         size_t n_images;
+        bool forwarder_lost; /* exiting to attach again: the mounts stay as they are */
 };
+
+static bool is_mount_root(const char *path);
 
 static void format_counters(ImagefsMount *mount, char *buf, size_t size) {
         ImagefsCounters c;
@@ -127,11 +134,15 @@ int imagefs_manager_write_stats(ImagefsManager *m) {
 
 static void unmount_all_images(ImagefsManager *m);
 
-static void remove_mount(ImagefsManager *m, size_t i) {
+/* unmount: for good, with a forwarder too (else its mount stays for the next worker to serve). */
+static void remove_mount(ImagefsManager *m, size_t i, bool unmount) {
         char line[1024];
 
         format_counters(m->mounts[i], line, sizeof(line));
-        imagefs_mount_stop(m->mounts[i]);
+        if (unmount)
+                imagefs_mount_unmount(m->mounts[i]);
+        else
+                imagefs_mount_stop(m->mounts[i]);
         log_struct(LOG_INFO, LOG_MESSAGE("Unmounted %s: %s", imagefs_mount_path(m->mounts[i]), line),
                    "TONARI_LAYER=%s", imagefs_mount_layer(m->mounts[i]));
         imagefs_mount_free(m->mounts[i]);
@@ -158,9 +169,20 @@ static int on_mount_ended(sd_event_source *s, int fd, uint32_t revents, void *us
         (void) read(fd, &v, sizeof(v));
         /* The ended mounts' counters too, before they go. */
         (void) imagefs_manager_write_stats(m);
+        if (m->forwarder && m->images)
+                for (size_t i = 0; i < m->n_mounts; i++)
+                        if (!imagefs_mount_running(m->mounts[i]) && is_mount_root(imagefs_mount_path(m->mounts[i]))) {
+                                /* Still mounted, no longer ours: the forwarder went away (its mounts wait in
+                                 * the fd store). A new process attaches again once it is back. */
+                                log_warning("The forwarder ended the session of %s, which is still mounted: "
+                                            "exiting, to take the mounts over again when restarted.",
+                                            imagefs_mount_path(m->mounts[i]));
+                                m->forwarder_lost = true;
+                                return sd_event_exit(sd_event_source_get_event(s), -ECONNRESET);
+                        }
         for (size_t i = m->n_mounts; i > 0; i--)
                 if (!imagefs_mount_running(m->mounts[i - 1]) && !layer_in_use(m, m->mounts[i - 1], NULL))
-                        remove_mount(m, i - 1);
+                        remove_mount(m, i - 1, false);
         if (m->n_mounts == 0 && m->exit_when_idle) {
                 log_info("No mounts left, exiting.");
                 return sd_event_exit(sd_event_source_get_event(s), 0);
@@ -212,6 +234,11 @@ int imagefs_manager_new(const ImagefsManagerConfig *config, ImagefsManager **ret
                 if (!m->forwarder)
                         return log_oom();
         }
+        if (config->state_file) {
+                m->state_file = strdup(config->state_file);
+                if (!m->state_file)
+                        return log_oom();
+        }
 
         r = imagefs_cache_new(config->cache_directory, config->cache_max_bytes, &m->cache);
         if (r == -EBUSY)
@@ -259,7 +286,7 @@ ImagefsManager *imagefs_manager_free(ImagefsManager *m) {
         free(m->mount_directory);
         free(m->cache_directory);
         while (m->n_mounts > 0)
-                remove_mount(m, m->n_mounts - 1);
+                remove_mount(m, m->n_mounts - 1, false);
         free(m->mounts);
         for (size_t i = 0; i < m->n_relays; i++)
                 imagefs_relay_free(m->relays[i]);
@@ -270,6 +297,7 @@ ImagefsManager *imagefs_manager_free(ImagefsManager *m) {
         sd_event_unref(m->event);
         free(m->stats_file);
         free(m->forwarder);
+        free(m->state_file);
         return mfree(m);
 }
 
@@ -438,7 +466,7 @@ int imagefs_manager_run(ImagefsManager *m) {
         (void) sd_notify(false, "STOPPING=1");
         (void) imagefs_manager_write_stats(m);
         while (m->n_mounts > 0)
-                remove_mount(m, m->n_mounts - 1);
+                remove_mount(m, m->n_mounts - 1, false);
         return r;
 }
 
@@ -497,7 +525,7 @@ static bool is_mount_root(const char *path) {
 }
 
 /* The mount of layer diff_id (shared with the images that have it), mounted now if it is not yet. */
-static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, bool use_toc, ImagefsMount **ret,
+static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, bool use_toc, bool adopt, ImagefsMount **ret,
                      ImagefsError *e) {
         _cleanup_free_ char *dir = NULL, *message = NULL;
         char layer[DIGEST_STRING_MAX], hex[DIGEST_HEX_LEN + 1];
@@ -518,13 +546,21 @@ static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, bool use_toc
         if (asprintf(&dir, "%s/layers/%.16s%s", m->mount_directory, hex, use_toc ? "" : "-notoc") < 0)
                 return -ENOMEM;
         /* A layer mount a killed daemon left behind cannot be stat()ed (ENOTCONN): detach it. */
-        if (stat(dir, &st) < 0 && errno == ENOTCONN)
+        if (!adopt && stat(dir, &st) < 0 && errno == ENOTCONN)
                 (void) umount2(dir, MNT_DETACH);
-        r = mkdirat_p(AT_FDCWD, dir, 0755);
-        if (r < 0)
-                return fail(e, IMAGEFS_FAILURE_FAILED, r, "Failed to create '%s': %s", dir, strerror(-r));
-        if (is_mount_root(dir))
-                return fail(e, IMAGEFS_FAILURE_FAILED, -EBUSY, "The mount point '%s' of layer %s is in use.", dir, layer);
+        if (adopt) {
+                /* The forwarder's mount of our predecessor: taken over as it is. */
+                if (!is_mount_root(dir))
+                        return fail(e, IMAGEFS_FAILURE_NOT_MOUNTED, -ENOENT, "Layer %s is no longer mounted on '%s'.",
+                                    layer, dir);
+        } else {
+                r = mkdirat_p(AT_FDCWD, dir, 0755);
+                if (r < 0)
+                        return fail(e, IMAGEFS_FAILURE_FAILED, r, "Failed to create '%s': %s", dir, strerror(-r));
+                if (is_mount_root(dir))
+                        return fail(e, IMAGEFS_FAILURE_FAILED, -EBUSY, "The mount point '%s' of layer %s is in use.", dir,
+                                    layer);
+        }
 
         r = add_mount(m, &(ImagefsMountRequest) {
                 .relay = m->relay_address,
@@ -536,7 +572,8 @@ static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, bool use_toc
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                (void) rmdir(dir);
+                if (!adopt)
+                        (void) rmdir(dir);
                 return fail(e,
                             r == -ETIMEDOUT ? IMAGEFS_FAILURE_RELAY_UNREACHABLE :
                             r == -EBADMSG   ? IMAGEFS_FAILURE_BAD_TOC :
@@ -560,7 +597,7 @@ static void release_layers(ImagefsManager *m, ImageMount *image) {
                 for (size_t i = 0; i < m->n_mounts; i++)
                         if (m->mounts[i] == image->layers[j]) {
                                 dir = strdup(imagefs_mount_path(m->mounts[i]));
-                                remove_mount(m, i);
+                                remove_mount(m, i, true);
                                 break;
                         }
                 if (dir)
@@ -575,6 +612,7 @@ static void image_mount_done(ImageMount *image) {
         free(image->upperdir);
         free(image->workdir);
         free(image->layers);
+        free(image->infos);
 }
 
 static void remove_image(ImagefsManager *m, ImageMount *image) {
@@ -608,6 +646,207 @@ static int overlay_options(ImagefsManager *m, ImagefsMount **layers, size_t n, c
                 return -ENOMEM;
         f = safe_fclose(f);
         *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/*
+ * The state file (with a forwarder): the images mounted, so that the next process (after a restart or
+ * a crash) takes them over. Fields end with a NUL byte (paths may hold any other): the magic, then per
+ * image its target, name, upper and work directory ("" for read-only), "1" or "0" for the ToC, the
+ * number of layers, and per layer (bottom first) its diff_id and its ToC's digest ("" when the relay
+ * named none). Replaced atomically after every change.
+ */
+#define STATE_MAGIC "TNRIFS1"
+
+static void save_state(ImagefsManager *m) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+
+        if (!m->state_file || !m->forwarder)
+                return;
+        if (asprintf(&tmp, "%s.tmp", m->state_file) < 0) {
+                log_oom();
+                return;
+        }
+        f = fopen(tmp, "we");
+        if (!f) {
+                log_warning_errno(errno, "Failed to create '%s', a restart will lose the mounts: %m", tmp);
+                return;
+        }
+        fputs(STATE_MAGIC, f);
+        fputc(0, f);
+        for (size_t i = 0; i < m->n_images; i++) {
+                const ImageMount *image = &m->images[i];
+
+                fprintf(f, "%s%c%s%c%s%c%s%c%c%c%zu%c", image->target, 0, image->image, 0, strempty(image->upperdir),
+                        0, strempty(image->workdir), 0, image->use_toc ? '1' : '0', 0, image->n_layers, 0);
+                for (size_t j = 0; j < image->n_layers; j++) {
+                        char d[DIGEST_STRING_MAX];
+
+                        fprintf(f, "%s%c", digest_to_string(&image->infos[j].diff_id, d), 0);
+                        fprintf(f, "%s%c", image->infos[j].has_toc_digest ? digest_to_string(&image->infos[j].toc_digest, d) : "",
+                                0);
+                }
+        }
+        if (fflush(f) != 0 || ferror(f) || rename(tmp, m->state_file) < 0) {
+                log_warning_errno(errno ?: EIO, "Failed to write '%s', a restart will lose the mounts: %m",
+                                  m->state_file);
+                (void) unlink(tmp);
+        }
+}
+
+/* The next field of the state file, or NULL at its end (or at a field without its NUL). */
+static const char *state_field(const char *data, size_t size, size_t *offset) {
+        const char *p = data + *offset, *e;
+
+        if (*offset >= size)
+                return NULL;
+        e = memchr(p, 0, size - *offset);
+        if (!e)
+                return NULL;
+        *offset = (size_t) (e - data) + 1;
+        return p;
+}
+
+/* One image of the state file: its layers attached again, its overlay (still mounted) kept. */
+static int adopt_image(ImagefsManager *m, const char *target, const char *image, const char *upperdir,
+                       const char *workdir, bool use_toc, ImagefsImageLayer *layers, size_t n_layers) {
+        _cleanup_(imagefs_error_done) ImagefsError e = {};
+        ImageMount *n;
+        int r;
+
+        if (!is_mount_root(target)) {
+                /* Unmounted while no process served it: its layers go below, with the other orphans. */
+                log_info("Image '%s' is no longer mounted on %s, forgetting it.", image, target);
+                return 0;
+        }
+        n = reallocarray(m->images, m->n_images + 1, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        m->images = n;
+        n = &m->images[m->n_images];
+        *n = (ImageMount) {
+                .target = strdup(target),
+                .image = strdup(image),
+                .upperdir = upperdir ? strdup(upperdir) : NULL,
+                .workdir = workdir ? strdup(workdir) : NULL,
+                .layers = new0(ImagefsMount *, n_layers),
+                .infos = memdup(layers, n_layers * sizeof(ImagefsImageLayer)),
+                .use_toc = use_toc,
+        };
+        m->n_images++;
+        if (!n->target || !n->image || !n->layers || !n->infos || (upperdir && (!n->upperdir || !n->workdir))) {
+                m->n_images--;
+                image_mount_done(n);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_layers; i++) {
+                r = get_layer(m, &layers[i], use_toc, true, &n->layers[i], &e);
+                if (r < 0) {
+                        /* Not served, the overlay on it would fail every reader: detached, with the layers. */
+                        log_error("Failed to take image '%s' on %s over: %s Unmounting it.", image, target,
+                                  strna(e.message));
+                        (void) umount2(target, UMOUNT_NOFOLLOW | MNT_DETACH);
+                        remove_image(m, n);
+                        return r == -ENOMEM ? r : 0;
+                }
+                n->n_layers++;
+        }
+        log_struct(LOG_INFO,
+                   LOG_MESSAGE("Took image '%s' on %s over (%zu layers%s, %s%s).", image, target, n_layers,
+                               use_toc ? "" : " without ToC", upperdir ? "writable in " : "read-only", strempty(upperdir)),
+                   "TONARI_IMAGE=%s", image, "TONARI_TARGET=%s", target);
+        return 0;
+}
+
+/* Layer mounts below MountDirectory= that no image of the state file stacks (a crash between a layer's
+ * mount and the state's update): unmounted. */
+static void unmount_orphan_layers(ImagefsManager *m) {
+        _cleanup_free_ char *layers = path_join(m->mount_directory, "layers");
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+
+        if (!layers)
+                return;
+        d = opendir(layers);
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *dir = NULL;
+                bool ours = false;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                dir = path_join(layers, de->d_name);
+                if (!dir)
+                        continue;
+                for (size_t i = 0; i < m->n_mounts; i++)
+                        if (streq(imagefs_mount_path(m->mounts[i]), dir))
+                                ours = true;
+                if (ours)
+                        continue;
+                if (is_mount_root(dir)) {
+                        log_info("Unmounting layer mount %s, which no image uses.", dir);
+                        if (umount2(dir, MNT_DETACH) < 0)
+                                log_warning_errno(errno, "Failed to unmount '%s', ignoring: %m", dir);
+                }
+                (void) rmdir(dir);
+        }
+}
+
+int imagefs_manager_adopt(ImagefsManager *m) {
+        _cleanup_free_ char *data = NULL;
+        size_t size = 0, offset = 0;
+        int r;
+
+        if (!m->forwarder || !m->state_file)
+                return 0;
+        r = read_full_file(m->state_file, &data, &size);
+        if (r == -ENOENT) {
+                unmount_orphan_layers(m);
+                return 0;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the state file '%s': %m", m->state_file);
+        if (!streq_ptr(state_field(data, size, &offset), STATE_MAGIC))
+                return log_error_errno(EBADMSG, "The state file '%s' is not one of tonari-imagefs (no '%s' at "
+                                       "its start).", m->state_file, STATE_MAGIC);
+        while (offset < size) {
+                const char *target, *image, *upper, *work, *toc, *count;
+                _cleanup_free_ ImagefsImageLayer *layers = NULL;
+                unsigned n_layers = 0;
+
+                target = state_field(data, size, &offset);
+                image = state_field(data, size, &offset);
+                upper = state_field(data, size, &offset);
+                work = state_field(data, size, &offset);
+                toc = state_field(data, size, &offset);
+                count = state_field(data, size, &offset);
+                if (!count || !path_is_normalized_absolute(target) || sscanf(count, "%u", &n_layers) != 1 ||
+                    n_layers == 0 || n_layers > 4096)
+                        return log_error_errno(EBADMSG, "The state file '%s' is malformed at byte %zu.", m->state_file,
+                                               offset);
+                layers = new0(ImagefsImageLayer, n_layers);
+                if (!layers)
+                        return log_oom();
+                for (unsigned i = 0; i < n_layers; i++) {
+                        const char *diff_id = state_field(data, size, &offset);
+                        const char *toc_digest = state_field(data, size, &offset);
+
+                        if (!toc_digest || digest_from_string(diff_id, &layers[i].diff_id) < 0 ||
+                            (!isempty(toc_digest) && digest_from_string(toc_digest, &layers[i].toc_digest) < 0))
+                                return log_error_errno(EBADMSG, "The state file '%s' has a malformed layer of image "
+                                                       "'%s' before byte %zu.", m->state_file, image, offset);
+                        layers[i].has_toc_digest = !isempty(toc_digest);
+                }
+                r = adopt_image(m, target, image, isempty(upper) ? NULL : upper, isempty(work) ? NULL : work,
+                                streq(toc, "1"), layers, n_layers);
+                if (r < 0)
+                        return log_oom();
+        }
+        unmount_orphan_layers(m);
+        save_state(m);
+        log_info("Took %zu images over from the state file %s.", m->n_images, m->state_file);
         return 0;
 }
 
@@ -686,15 +925,17 @@ int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char
                 .upperdir = upperdir ? strdup(upperdir) : NULL,
                 .workdir = workdir ? strdup(workdir) : NULL,
                 .layers = new0(ImagefsMount *, n_layers),
+                .infos = memdup(layers, n_layers * sizeof(ImagefsImageLayer)),
+                .use_toc = use_toc,
         };
         /* Counted now, so that a failure below releases the layers mounted so far. */
         m->n_images++;
-        if (!n->target || !n->image || !n->layers || (upperdir && (!n->upperdir || !n->workdir))) {
+        if (!n->target || !n->image || !n->layers || !n->infos || (upperdir && (!n->upperdir || !n->workdir))) {
                 remove_image(m, n);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < n_layers; i++) {
-                r = get_layer(m, &layers[i], use_toc, &n->layers[i], e);
+                r = get_layer(m, &layers[i], use_toc, false, &n->layers[i], e);
                 if (r < 0) {
                         remove_image(m, n);
                         return r;
@@ -715,6 +956,7 @@ int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char
                 return fail(e, IMAGEFS_FAILURE_FAILED, r, "Failed to mount overlayfs on '%s' (%s): %s", target, options,
                             strerror(-r));
         }
+        save_state(m);
         log_struct(LOG_INFO,
                    LOG_MESSAGE("Mounted image '%s' on %s (%zu layers%s, %s%s, %" PRIu64 " ms).", qimage, target,
                                n_layers, use_toc ? "" : " without ToC", upperdir ? "writable in " : "read-only",
@@ -745,12 +987,19 @@ int imagefs_manager_unmount_image(ImagefsManager *m, const char *target, Imagefs
         log_struct(LOG_INFO, LOG_MESSAGE("Unmounted image '%s' from %s.", image->image, target),
                    "TONARI_IMAGE=%s", image->image, "TONARI_TARGET=%s", target);
         remove_image(m, image);
+        save_state(m);
         return 0;
 }
 
 /* At exit: the overlays are detached (a container still using one keeps it until it exits; its
- * layers' connections end with this process). */
+ * layers' connections end with this process). With a forwarder they all stay, served again by the next
+ * process, which finds them in the state file. */
 static void unmount_all_images(ImagefsManager *m) {
+        if (m->forwarder) {
+                while (m->n_images > 0)
+                        image_mount_done(&m->images[--m->n_images]);
+                return;
+        }
         while (m->n_images > 0) {
                 ImageMount *image = &m->images[m->n_images - 1];
 

@@ -33,6 +33,7 @@ typedef struct ImagefsManagerConfig {
         usec_t read_timeout_usec;
         const char *stats_file;      /* written on SIGUSR1 and at exit; NULL: logged only */
         const char *forwarder;       /* tonari-imagefs-fd's socket; NULL: mounts are this process's own */
+        const char *state_file;      /* daemon mode with a forwarder: the images mounted, for the next process */
 } ImagefsManagerConfig;
 
 typedef struct ImagefsMountRequest {
@@ -104,6 +105,11 @@ int imagefs_manager_unmount_image(ImagefsManager *m, const char *target, Imagefs
 size_t imagefs_manager_n_images(const ImagefsManager *m) _pure_;
 /* Image i (< imagefs_manager_n_images()); pointers valid until the next change. */
 void imagefs_manager_image_info(ImagefsManager *m, size_t i, ImagefsImageInfo *ret);
+
+/* Daemon mode with a forwarder: takes over the images of the state file that are still mounted (their
+ * layers attached again to the forwarder's mounts, their overlays kept), unmounts the layer mounts none
+ * of them uses. After a restart or a crash, before the bus. Logs its errors. */
+int imagefs_manager_adopt(ImagefsManager *m);
 
 /* Daemon mode: connects to the bus (address NULL: the system bus), takes org.tonari.ImageFS1. */
 int imagefs_manager_connect_bus(ImagefsManager *m, const char *address);

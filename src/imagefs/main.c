@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include "bus-util.h"
 #include "fd-util.h"
@@ -78,6 +79,7 @@ static void help(void) {
                "     --stats-file=PATH      Write the counters there on SIGUSR1 and at exit\n"
                "     --forwarder=SOCKET     Mount through tonari-imagefs-fd (its socket): the mounts and\n"
                "                            their requests outlive this process's restart or crash\n"
+               "                            (service: overrides Forwarder=, default: auto)\n"
                "     --log-level=LEVEL      Log level, overriding LogLevel= (default: info)\n"
                "\n"
                "See the tonari-imagefs(8) man page for details.\n",
@@ -238,6 +240,8 @@ static int do_introspect(const char *path) {
 /* The service: tonari-imagefs.conf, the command line's overrides, the bus. */
 static int run_service(void) {
         _cleanup_(imagefs_manager_freep) ImagefsManager *m = NULL;
+        _cleanup_free_ char *state_file = NULL;
+        const char *forwarder = NULL;
         ImagefsConfig c;
         int r;
 
@@ -272,6 +276,19 @@ static int run_service(void) {
         r = mkdirat_p(AT_FDCWD, c.mount_directory, 0755);
         if (r < 0)
                 return log_error_errno(r, "Failed to create MountDirectory= '%s': %m", c.mount_directory);
+        /* --forwarder= wins; Forwarder=auto: the forwarder's socket if it listens there. */
+        if (arg_forwarder)
+                forwarder = arg_forwarder;
+        else if (streq(c.forwarder, "auto")) {
+                struct stat st;
+
+                if (stat(IMAGEFS_FORWARDER_AUTO_SOCKET, &st) >= 0 && S_ISSOCK(st.st_mode))
+                        forwarder = IMAGEFS_FORWARDER_AUTO_SOCKET;
+        } else if (!streq(c.forwarder, "no"))
+                forwarder = c.forwarder;
+        state_file = path_join(c.mount_directory, IMAGEFS_STATE_FILE_NAME);
+        if (!state_file)
+                return log_oom();
         r = imagefs_manager_new(&(ImagefsManagerConfig) {
                 .relay = c.relay,
                 .mount_directory = c.mount_directory,
@@ -279,9 +296,19 @@ static int run_service(void) {
                 .cache_max_bytes = c.cache_max_bytes,
                 .read_timeout_usec = c.read_timeout_usec,
                 .stats_file = arg_stats_file,
+                .forwarder = forwarder,
+                .state_file = state_file,
         }, &m);
         if (r < 0)
                 return r;
+        if (forwarder) {
+                log_info("Mounting through the forwarder at %s: mounts survive a restart of this service.", forwarder);
+                r = imagefs_manager_adopt(m);
+                if (r < 0)
+                        return r;
+        } else
+                /* Nothing survived the previous process: its list would only mislead the next one. */
+                (void) unlink(state_file);
         r = imagefs_manager_connect_bus(m, arg_bus_address);
         if (r < 0)
                 return r;

@@ -28,6 +28,7 @@ START_TEST(test_imagefs_conf_defaults) {
         ck_assert_str_eq(c.relay, "unix:/run/tonari-relay/relay.sock");
         ck_assert_str_eq(c.cache_directory, "/var/cache/tonari-imagefs");
         ck_assert_str_eq(c.mount_directory, "/run/tonari-imagefs");
+        ck_assert_str_eq(c.forwarder, "auto");
         ck_assert_uint_eq(c.cache_max_bytes, 10ULL * 1024 * 1024 * 1024);
         ck_assert_uint_eq(c.read_timeout_usec, 30 * USEC_PER_SEC);
 }
@@ -35,7 +36,8 @@ END_TEST
 
 START_TEST(test_imagefs_conf_settings_and_dropins) {
         _cleanup_free_ char *path = put("imagefs.conf", "[ImageFS]\nRelay=10.0.0.1:7000\nCacheDirectory=/srv/cache\n"
-                                                         "CacheMaxBytes=2G\nReadTimeoutSec=5s\nMountDirectory=/run/x\n");
+                                                         "CacheMaxBytes=2G\nReadTimeoutSec=5s\nMountDirectory=/run/x\n"
+                                                         "Forwarder=/run/fd/fd.sock\n");
         _cleanup_free_ char *dir = strjoin(path, ".d"), *drop = NULL, *dump = NULL;
         size_t size;
         ImagefsConfig c, d;
@@ -46,6 +48,7 @@ START_TEST(test_imagefs_conf_settings_and_dropins) {
         ck_assert_int_eq(imagefs_config_load(path, &c, NULL), 0);
         ck_assert_str_eq(c.relay, "unix:/run/other.sock");
         ck_assert_str_eq(c.cache_directory, "/srv/cache");
+        ck_assert_str_eq(c.forwarder, "/run/fd/fd.sock");
         ck_assert_uint_eq(c.cache_max_bytes, 2ULL * 1024 * 1024 * 1024);
         /* Reset to the default by the drop-in's empty assignment. */
         ck_assert_uint_eq(c.read_timeout_usec, 30 * USEC_PER_SEC);
@@ -62,6 +65,7 @@ START_TEST(test_imagefs_conf_settings_and_dropins) {
         ck_assert_uint_eq(d.read_timeout_usec, c.read_timeout_usec);
         ck_assert_uint_eq(d.cache_max_bytes, c.cache_max_bytes);
         ck_assert_str_eq(d.mount_directory, c.mount_directory);
+        ck_assert_str_eq(d.forwarder, c.forwarder);
         (void) rmdir(dir);
 }
 END_TEST
@@ -77,6 +81,9 @@ START_TEST(test_imagefs_conf_refused) {
                 "[ImageFS]\nReadTimeoutSec=0\n",
                 "[ImageFS]\nReadTimeoutSec=2d\n",
                 "[ImageFS]\nMountDirectory=/var/cache/tonari-imagefs/m\n",
+                "[ImageFS]\nForwarder=fd.sock\n",
+                "[ImageFS]\nForwarder=/run/../fd.sock\n",
+                "[ImageFS]\nForwarder=yes\n",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 _cleanup_free_ char *path = put("bad.conf", bad[i]);
@@ -117,7 +124,7 @@ START_TEST(test_imagefs_conf_shipped_file) {
                 }
         }
         uncommented[n] = 0;
-        ck_assert_uint_eq(settings, 7);
+        ck_assert_uint_eq(settings, 8);
         path = put("shipped.conf", uncommented);
         ck_assert_int_eq(imagefs_config_load(path, &c, NULL), 0);
         ck_assert_int_eq(memcmp(&c, &defaults, sizeof(c)), 0);
