@@ -8,7 +8,7 @@
 # as its named error quoting the value, the policy and the in-code check for non-root callers, a relay
 # that cannot be reached and a corrupt ToC.
 # Needs root, /dev/fuse, overlayfs, dbus-daemon; env: IMAGEFS RELAY TONARICTL TONARICTL_RELAY POLICY
-# PRIVATE_BUS.
+# PRIVATE_BUS IMAGEFS_FD.
 set -eux
 set -o pipefail
 
@@ -43,7 +43,9 @@ cleanup() {
         for m in $(tac "$WORK/targets"); do
                 findmnt "$m" >/dev/null && umount -l "$m" || true
         done
+        stop_pid_file "$WORK/readers.pid"
         stop_pid_file "$WORK/imagefs.pid"
+        stop_pid_file "$WORK/fd.pid"
         stop_pid_file "$WORK/relay.pid"
         for m in $(findmnt -rn -o TARGET | grep "^$WORK/" | sort -r); do
                 umount -l "$m" || true
@@ -99,11 +101,13 @@ CacheDirectory=$WORK/cache
 MountDirectory=$WORK/run
 ReadTimeoutSec=2s
 LogTarget=console
+Forwarder=no
 EOT
-# start_imagefs [BUS]: the service on $BUS (or BUS), waits until it has its name.
+# start_imagefs [BUS]: the service on $BUS (or BUS), waits until it has its name. IMAGEFS_ARGS: more.
+IMAGEFS_ARGS=()
 start_imagefs() {
         local bus=${1:-$BUS}
-        "$IMAGEFS" --config="$WORK/imagefs.conf" --bus-address="$bus" >>"$WORK/imagefs.log" 2>&1 &
+        "$IMAGEFS" --config="$WORK/imagefs.conf" --bus-address="$bus" "${IMAGEFS_ARGS[@]}" >>"$WORK/imagefs.log" 2>&1 &
         echo $! >"$WORK/imagefs.pid"
         for _ in $(seq 100); do
                 busctl --address="$bus" get-property org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 \
@@ -340,6 +344,82 @@ testcase_corrupt_toc() {
         call MountImage ssa{sv} test "$t" 0
         call Unmount s "$t"
         rm -f "$saved"
+}
+
+# The service through the forwarder (tonari-imagefs-fd, here without systemd: it keeps the mounts while
+# it runs): killed with SIGKILL and stopped with SIGTERM under readers, it takes every image over again
+# from its state file (the same layer mounts, the overlays as they were, ListMounts as before), and
+# the readers see no error.
+testcase_restart_takes_mounts_over() {
+        local ro t upper work i out
+        ro=$(target takeover-ro)
+        t=$(target takeover)
+        upper=$WORK/takeover-upper
+        work=$WORK/takeover-work
+        mkdir -p "$upper" "$work" "$WORK/progress"
+        stop_pid_file "$WORK/imagefs.pid"
+        env -u NOTIFY_SOCKET "$IMAGEFS_FD" --socket="$WORK/fd.sock" --state-directory="$WORK/fd-state" \
+                >>"$WORK/fd.log" 2>&1 &
+        echo $! >"$WORK/fd.pid"
+        for _ in $(seq 100); do
+                [[ -S $WORK/fd.sock ]] && break
+                sleep 0.1
+        done
+        IMAGEFS_ARGS=(--forwarder="$WORK/fd.sock")
+        start_imagefs
+        call MountImage ssa{sv} test "$ro" 0
+        ctl image mount --upper="$upper" --work="$work" test "$t"
+        echo written >"$t/etc/written"
+        assert_eq 4 "$(layer_mounts)" "layer mounts"
+        [[ -s $WORK/run/images.state ]]
+
+        python3 "$here/restart-readers.py" 2 "$ro" "$EXPECTED" "$WORK/stop" "$WORK/progress" >"$WORK/readers.out" 2>&1 &
+        echo $! >"$WORK/readers.pid"
+        for i in 1 2 3 4; do
+                sleep 0.5
+                if ((i % 2)); then
+                        kill -KILL "$(cat "$WORK/imagefs.pid")"
+                else
+                        kill -TERM "$(cat "$WORK/imagefs.pid")"
+                fi
+                timeout 15 tail --pid="$(cat "$WORK/imagefs.pid")" -f /dev/null
+                start_imagefs
+                assert_match "^$ro +test +image " "$(ctl --no-legend image mounts | grep "^$ro ")"
+                assert_match "^$t +test +overlay " "$(ctl --no-legend image mounts | grep "^$t ")"
+                assert_eq "$upper" "$(mounts_field "$t" upperDir)"
+        done
+        sleep 1
+        touch "$WORK/stop"
+        timeout 120 tail --pid="$(cat "$WORK/readers.pid")" -f /dev/null
+        rm -f "$WORK/readers.pid"
+        cat "$WORK/readers.out"
+        out=$(tail -n 1 "$WORK/readers.out")
+        assert_match "errors=0 " "$out"
+        echo "service through the forwarder, 2 kills and 2 stops: $out"
+        # The same mounts all along: each layer mounted once, taken over at each start.
+        assert_eq 4 "$(grep -c "(new mount)" "$WORK/fd.log")" "layer mounts made"
+        assert_eq 16 "$(grep -c "(taken over)" "$WORK/fd.log")" "layer mounts taken over"
+        assert_eq 4 "$(grep -c "Took 2 images over" "$WORK/imagefs.log")" "starts that took the images over"
+        assert_eq 4 "$(layer_mounts)" "layer mounts"
+        assert_eq written "$(cat "$t/etc/written")"
+        compare "$ro"
+        # Unmounted while nobody served it: the next process forgets it, and unmounts its layers if no
+        # other image has them.
+        stop_pid_file "$WORK/imagefs.pid"
+        umount "$ro"
+        start_imagefs
+        assert_eq "" "$(ctl --no-legend image mounts | grep "^$ro " || true)"
+        assert_eq 4 "$(layer_mounts)" "layer mounts (the overlay still has them)"
+        ctl image unmount "$t"
+        assert_eq 0 "$(layer_mounts)" "layer mounts after the last unmount"
+        stop_pid_file "$WORK/imagefs.pid"
+        start_imagefs
+        assert_eq "" "$(ctl --no-legend image mounts)"
+        # Back to mounts of its own for the other cases.
+        stop_pid_file "$WORK/imagefs.pid"
+        stop_pid_file "$WORK/fd.pid"
+        IMAGEFS_ARGS=()
+        start_imagefs
 }
 
 run_testcases
