@@ -859,10 +859,18 @@ static int forwarder_attach(ImagefsMount *m, const char *fsname, int *ret_fd) {
                 (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
         if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
                 return -errno;
-        if (connect(fd, &sa.sa, sizeof(sa.un)) < 0) {
-                /* Not to be taken for the mount point's errors. */
-                log_debug_errno(errno, "Failed to connect to the forwarder at '%s': %m", m->forwarder);
-                return -ENOTCONN;
+        /* The forwarder may be restarting (its socket gone or not listening yet): tried again for a while. */
+        for (unsigned i = 0;; i++) {
+                if (connect(fd, &sa.sa, sizeof(sa.un)) >= 0)
+                        break;
+                if ((errno != ENOENT && errno != ECONNREFUSED && errno != EAGAIN) || i >= ATTACH_TIMEOUT_SEC * 10) {
+                        /* Not to be taken for the mount point's errors. */
+                        log_debug_errno(errno, "Failed to connect to the forwarder at '%s': %m", m->forwarder);
+                        return -ENOTCONN;
+                }
+                if (i == 0)
+                        log_info("Waiting for the forwarder at '%s' to listen.", m->forwarder);
+                (void) usleep(100 * 1000);
         }
         if (send(fd, msg, (size_t) len, MSG_NOSIGNAL) < 0)
                 return -errno;

@@ -276,13 +276,18 @@ static int run_service(void) {
         r = mkdirat_p(AT_FDCWD, c.mount_directory, 0755);
         if (r < 0)
                 return log_error_errno(r, "Failed to create MountDirectory= '%s': %m", c.mount_directory);
-        /* --forwarder= wins; Forwarder=auto: the forwarder's socket if it listens there. */
+        /* --forwarder= wins; Forwarder=auto: the forwarder's socket if its unit ran since boot (its runtime
+         * directory is kept over its restarts; attaching waits a little for a restarting forwarder). */
         if (arg_forwarder)
                 forwarder = arg_forwarder;
         else if (streq(c.forwarder, "auto")) {
+                _cleanup_free_ char *dir = strdup(IMAGEFS_FORWARDER_AUTO_SOCKET);
                 struct stat st;
 
-                if (stat(IMAGEFS_FORWARDER_AUTO_SOCKET, &st) >= 0 && S_ISSOCK(st.st_mode))
+                if (!dir)
+                        return log_oom();
+                *strrchr(dir, '/') = 0;
+                if (stat(dir, &st) >= 0 && S_ISDIR(st.st_mode))
                         forwarder = IMAGEFS_FORWARDER_AUTO_SOCKET;
         } else if (!streq(c.forwarder, "no"))
                 forwarder = c.forwarder;
