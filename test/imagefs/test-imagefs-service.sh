@@ -418,6 +418,8 @@ testcase_restart_takes_mounts_over() {
         # Back to mounts of its own for the other cases.
         stop_pid_file "$WORK/imagefs.pid"
         stop_pid_file "$WORK/fd.pid"
+        # In a sanitizer build: nothing found in the service (at its SIGTERMs) or the forwarder.
+        assert_rc 1 grep -E "Sanitizer|runtime error" "$WORK/imagefs.log" "$WORK/fd.log"
         IMAGEFS_ARGS=()
         start_imagefs
 }
