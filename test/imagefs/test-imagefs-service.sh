@@ -395,7 +395,8 @@ testcase_restart_takes_mounts_over() {
         cat "$WORK/readers.out"
         out=$(tail -n 1 "$WORK/readers.out")
         assert_match "errors=0 " "$out"
-        echo "service through the forwarder, 2 kills and 2 stops: $out"
+        echo "RESULT service through the forwarder, 2 kills and 2 stops: requests passed again=$(grep -oE \
+                "Worker attached to .* [0-9]+ waiting requests" "$WORK/fd.log" | awk '{ s += $(NF - 2) } END { print s + 0 }') $out"
         # The same mounts all along: each layer mounted once, taken over at each start.
         assert_eq 4 "$(grep -c "(new mount)" "$WORK/fd.log")" "layer mounts made"
         assert_eq 16 "$(grep -c "(taken over)" "$WORK/fd.log")" "layer mounts taken over"
