@@ -70,7 +70,7 @@ setup() {
         systemctl restart tonari-imagefs.service
         systemctl is-active tonari-imagefs-fd.service
         assert_match "Forwarder=auto" "$(tonari-imagefs --dump-config)"
-        journalctl -b -q -o cat -u tonari-imagefs.service | grep "through the forwarder at /run/tonari-imagefs-fd/fd.sock"
+        wait_logged tonari-imagefs.service 1 "through the forwarder at /run/tonari-imagefs-fd/fd.sock"
         mkdir -p "$W/merged" "$W/upper" "$W/work" "$W/ro" "$W/progress"
         tonarictl image mount --upper="$W/upper" --work="$W/work" test "$W/merged"
         busctl call org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 MountImage 'ssa{sv}' test "$W/ro" 0
@@ -87,6 +87,15 @@ teardown() {
         systemctl stop tonari-imagefs.service tonari-imagefs-fd.service test-relay.service || true
 }
 
+# wait_logged UNIT N PATTERN: UNIT's journal has N lines matching PATTERN (journald may lag a little).
+wait_logged() {
+        for _ in $(seq 100); do
+                (($(journalctl -b -q -o cat -u "$1" | grep -c "$3" || true) >= $2)) && return 0
+                sleep 0.1
+        done
+        echo "$1 did not log '$3' $2 times" >&2
+        return 1
+}
 layer_mounts() {
         findmnt -rn -t fuse.tonari-imagefs -o TARGET | grep -c "^/run/tonari-imagefs/layers/" || true
 }
@@ -223,6 +232,7 @@ testcase_service_restart_and_kill() {
         # sessions ended) exits, is restarted by systemd and takes the images over again.
         assert_eq "$N_LAYERS" "$(systemctl show -P NFileDescriptorStore tonari-imagefs-fd.service)" "fds in the store"
         systemctl restart tonari-imagefs-fd.service
+        wait_logged tonari-imagefs-fd.service "$N_LAYERS" "Took .* back from the fd store"
         assert_eq "$N_LAYERS" "$(fd_journal | grep -c "Took .* back from the fd store")" "mounts taken back"
         attached=$((attached + N_LAYERS))
         wait_attached "$attached"
