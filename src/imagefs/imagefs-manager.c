@@ -76,7 +76,6 @@ struct ImagefsManager {
 
         ImageMount *images;
         size_t n_images;
-        bool forwarder_lost; /* exiting to attach again: the mounts stay as they are */
 };
 
 static bool is_mount_root(const char *path);
@@ -169,15 +168,15 @@ static int on_mount_ended(sd_event_source *s, int fd, uint32_t revents, void *us
         (void) read(fd, &v, sizeof(v));
         /* The ended mounts' counters too, before they go. */
         (void) imagefs_manager_write_stats(m);
-        if (m->forwarder && m->images)
+        /* A session that ended on a mount that is still there: the forwarder went away (it restarts, its
+         * mounts wait in the fd store). Serving only the other mounts would leave that one without a
+         * worker for good: this process exits instead, and the next one attaches to all of them. */
+        if (m->forwarder)
                 for (size_t i = 0; i < m->n_mounts; i++)
                         if (!imagefs_mount_running(m->mounts[i]) && is_mount_root(imagefs_mount_path(m->mounts[i]))) {
-                                /* Still mounted, no longer ours: the forwarder went away (its mounts wait in
-                                 * the fd store). A new process attaches again once it is back. */
                                 log_warning("The forwarder ended the session of %s, which is still mounted: "
                                             "exiting, to take the mounts over again when restarted.",
                                             imagefs_mount_path(m->mounts[i]));
-                                m->forwarder_lost = true;
                                 return sd_event_exit(sd_event_source_get_event(s), -ECONNRESET);
                         }
         for (size_t i = m->n_mounts; i > 0; i--)
