@@ -623,6 +623,35 @@ static void remove_image(ImagefsManager *m, ImageMount *image) {
         m->n_images--;
 }
 
+/* A new entry at the end of the image table, with no layer attached yet (n_layers 0). */
+static int image_append(ImagefsManager *m, const char *target, const char *image, const char *upperdir,
+                        const char *workdir, bool use_toc, const ImagefsImageLayer *layers, size_t n_layers,
+                        ImageMount **ret) {
+        ImageMount *n;
+
+        n = reallocarray(m->images, m->n_images + 1, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        m->images = n;
+        n = &m->images[m->n_images];
+        *n = (ImageMount) {
+                .target = strdup(target),
+                .image = strdup(image),
+                .upperdir = upperdir ? strdup(upperdir) : NULL,
+                .workdir = workdir ? strdup(workdir) : NULL,
+                .layers = new0(ImagefsMount *, n_layers),
+                .infos = memdup(layers, n_layers * sizeof(ImagefsImageLayer)),
+                .use_toc = use_toc,
+        };
+        m->n_images++;
+        if (!n->target || !n->image || !n->layers || !n->infos || (upperdir && (!n->upperdir || !n->workdir))) {
+                remove_image(m, n);
+                return -ENOMEM;
+        }
+        *ret = n;
+        return 0;
+}
+
 static int overlay_options(ImagefsManager *m, ImagefsMount **layers, size_t n, const char *upperdir,
                            const char *workdir, char **ret) {
         _cleanup_free_ char *o = NULL;
@@ -719,26 +748,9 @@ static int adopt_image(ImagefsManager *m, const char *target, const char *image,
                 log_info("Image '%s' is no longer mounted on %s, forgetting it.", image, target);
                 return 0;
         }
-        n = reallocarray(m->images, m->n_images + 1, sizeof(*n));
-        if (!n)
-                return -ENOMEM;
-        m->images = n;
-        n = &m->images[m->n_images];
-        *n = (ImageMount) {
-                .target = strdup(target),
-                .image = strdup(image),
-                .upperdir = upperdir ? strdup(upperdir) : NULL,
-                .workdir = workdir ? strdup(workdir) : NULL,
-                .layers = new0(ImagefsMount *, n_layers),
-                .infos = memdup(layers, n_layers * sizeof(ImagefsImageLayer)),
-                .use_toc = use_toc,
-        };
-        m->n_images++;
-        if (!n->target || !n->image || !n->layers || !n->infos || (upperdir && (!n->upperdir || !n->workdir))) {
-                m->n_images--;
-                image_mount_done(n);
-                return -ENOMEM;
-        }
+        r = image_append(m, target, image, upperdir, workdir, use_toc, layers, n_layers, &n);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < n_layers; i++) {
                 r = get_layer(m, &layers[i], use_toc, true, &n->layers[i], &e);
                 if (r < 0) {
@@ -913,26 +925,10 @@ int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char
                         return fail(e, IMAGEFS_FAILURE_FAILED, r, "Failed to create '%s': %s", empty, strerror(-r));
         }
 
-        n = reallocarray(m->images, m->n_images + 1, sizeof(*n));
-        if (!n)
-                return -ENOMEM;
-        m->images = n;
-        n = &m->images[m->n_images];
-        *n = (ImageMount) {
-                .target = strdup(target),
-                .image = strdup(image),
-                .upperdir = upperdir ? strdup(upperdir) : NULL,
-                .workdir = workdir ? strdup(workdir) : NULL,
-                .layers = new0(ImagefsMount *, n_layers),
-                .infos = memdup(layers, n_layers * sizeof(ImagefsImageLayer)),
-                .use_toc = use_toc,
-        };
-        /* Counted now, so that a failure below releases the layers mounted so far. */
-        m->n_images++;
-        if (!n->target || !n->image || !n->layers || !n->infos || (upperdir && (!n->upperdir || !n->workdir))) {
-                remove_image(m, n);
-                return -ENOMEM;
-        }
+        /* Counted at once, so that a failure below releases the layers mounted so far. */
+        r = image_append(m, target, image, upperdir, workdir, use_toc, layers, n_layers, &n);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < n_layers; i++) {
                 r = get_layer(m, &layers[i], use_toc, false, &n->layers[i], e);
                 if (r < 0) {
