@@ -509,6 +509,7 @@ struct TaskstatsProcess {
         /* One thread, asleep when the last full sample began; its schedstat read just before. */
         bool last_asleep_single;
         ProcSchedstat last_sched;
+        unsigned last_num_threads; /* from the last stat read; 0: none yet */
 };
 
 int taskstats_process_open(Taskstats *t, pid_t pid, TaskstatsProcess **ret) {
@@ -593,8 +594,10 @@ int taskstats_process_sample_changed(Taskstats *t, TaskstatsProcess *p, Taskstat
          * runnable, it is still in that sleep, so nothing taskstats or its /proc files report has
          * moved (I/O needs system calls, a new thread or an exit needs it to run). The file is
          * read before the others on the way to a full sample, so a run in between is seen next
-         * time. The fd is of this process: once it is gone the read fails, whoever has the PID. */
-        if (p->sched_fd >= 0) {
+         * time. The fd is of this process: once it is gone the read fails, whoever has the PID.
+         * A process last seen with more threads is not read here: its main thread tells nothing
+         * of the others. */
+        if (p->sched_fd >= 0 && p->last_num_threads <= 1) {
                 r = read_schedstat(t, p->pid, p->sched_fd, &ss);
                 if (r == -ESRCH)
                         return r;
@@ -611,6 +614,7 @@ int taskstats_process_sample_changed(Taskstats *t, TaskstatsProcess *p, Taskstat
                 return r;
         if (st.start_time_ticks != p->start_time_ticks)
                 return -ESRCH;
+        p->last_num_threads = st.num_threads;
         r = read_io(t, p->pid, p->io_fd, &io);
         if (r < 0)
                 return r;

@@ -104,7 +104,8 @@ int bus_slice_read_existing(sd_bus_message *m, SliceManager *sm, Slice **ret, sd
         r = bus_slice_read_name(m, &name, error);
         if (r < 0)
                 return r;
-        s = slice_manager_find(sm, name);
+        /* Without slices (no backend), no name is a slice. */
+        s = sm ? slice_manager_find(sm, name) : NULL;
         if (!s || s->state == SLICE_CREATING)
                 return bus_slice_error_no_such(error, name);
         *ret = s;
@@ -662,17 +663,12 @@ int bus_slice_method_attach(sd_bus_message *m, void *userdata, sd_bus_error *err
 /* ---- read-only methods */
 
 int bus_slice_method_get(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        SliceManager *sm = manager_of(userdata);
-        const char *name;
         Slice *s;
         int r;
 
-        r = bus_slice_read_name(m, &name, error);
+        r = bus_slice_read_existing(m, manager_of(userdata), &s, error);
         if (r < 0)
                 return r;
-        s = sm ? slice_manager_find(sm, name) : NULL;
-        if (!s || s->state == SLICE_CREATING)
-                return bus_slice_error_no_such(error, name);
         return sd_bus_reply_method_return(m, "o", s->object_path);
 }
 

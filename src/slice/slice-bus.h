@@ -20,7 +20,8 @@ int bus_slice_method_attach(sd_bus_message *m, void *userdata, sd_bus_error *err
 /* Helpers for other capabilities' methods that name a slice (each sets error and returns < 0). */
 int bus_slice_check_manager(SliceManager *sm, sd_bus_error *error); /* NotSupported without slices */
 int bus_slice_read_name(sd_bus_message *m, const char **ret, sd_bus_error *error); /* InvalidArgs */
-/* A slice name, and the slice of that name that exists (not one still being created): InvalidArgs, NoSuchSlice */
+/* A slice name, and the slice of that name that exists (not one still being created; none when sm is
+ * NULL): InvalidArgs, NoSuchSlice */
 int bus_slice_read_existing(sd_bus_message *m, SliceManager *sm, Slice **ret, sd_bus_error *error);
 int bus_slice_error_no_such(sd_bus_error *error, const char *name);                 /* NoSuchSlice */
 
