@@ -18,6 +18,13 @@ typedef enum Resource {
 #define MIN_CPU_GAIN_PERCENT 1.0
 #define MIN_IO_COUNT_GAIN_PER_SEC 1.0
 
+/* Hysteresis: a limit is placed when the others want at least this many times what counts as
+ * "idle" (others_idle_*), and comes off for CONTENTION_ENDED when they want less than "idle". */
+#define OTHERS_WANT_BAND 2.0
+
+/* The RESOURCE_IDLED hold-off doubles per repeat, up to 2^3 times holdoff_usec. */
+#define IDLED_HOLDOFF_MAX_SHIFT 3
+
 typedef struct Point {
         usec_t t;
         usec_t cpu;
@@ -58,12 +65,16 @@ typedef struct Entry {
         uint64_t limit_id;
         LimiterOthers before;
         usec_t holdoff_until;
+        bool holdoff_hard;      /* the hold-off holds whatever the direct signals say */
+        unsigned n_idled;       /* RESOURCE_IDLED releases in a row (reset by a confirmed, useful limit) */
+        double total_before;    /* the resource's use by it and the others over the window before the limit */
         Mark mark[_RESOURCE_MAX];
 
         /* per step */
         Rates window, interval;
         double lifetime_cpu;
         bool decided;
+        LimiterClass released_from; /* when released in this step: the class it left */
 } Entry;
 
 typedef struct Pending {
@@ -105,6 +116,7 @@ static const char *const reason_table[_LIMITER_REASON_MAX] = {
         [LIMITER_REASON_IO_COUNT_ZERO] = "io-count-dropped-to-0",
         [LIMITER_REASON_CLASS_CHANGED] = "class-changed",
         [LIMITER_REASON_CONTENTION_ENDED] = "contention-ended",
+        [LIMITER_REASON_RESOURCE_IDLED] = "limit-idled-resource",
         [LIMITER_REASON_NOT_LIMITED_BY_POLICY] = "not-limited-by-policy",
 };
 
@@ -138,7 +150,8 @@ int limiter_params_validate(const LimiterParams *p) {
                 return -EINVAL;
         if (!threshold_ok(p->cpu_hog_percent) || !threshold_ok(p->delay_contention_percent) ||
             !threshold_ok(p->psi_avg10) || !threshold_ok(p->improvement_percent) ||
-            !threshold_ok(p->others_idle_cpu_percent))
+            !threshold_ok(p->others_idle_cpu_percent) || !threshold_ok(p->waste_percent) ||
+            p->waste_percent > 100.0)
                 return -EINVAL;
         if (p->cpu_limit_weight < 1 || p->cpu_limit_weight > 10000 || p->io_limit_bytes_per_sec == 0)
                 return -EINVAL;
@@ -296,6 +309,7 @@ static void entry_compute(Entry *e, usec_t window) {
         e->interval = rates_between(e->n_hist >= 2 ? &e->hist[e->n_hist - 2] : &e->origin, now);
         e->lifetime_cpu = rates_between(&e->origin, now).cpu;
         e->decided = false;
+        e->released_from = LIMITER_UNLIMITED;
 }
 
 static void entry_push(Entry *e, const LimiterSample *s, usec_t window) {
@@ -441,16 +455,25 @@ static bool others_improved(const LimiterParams *pp, const LimiterOthers *before
         return shrank(before->psi_some_avg10, after->psi_some_avg10, pp->psi_avg10, pp->improvement_percent);
 }
 
-/* Someone other than the hog uses the resource: there is somebody to protect. */
-static bool others_want(const LimiterParams *pp, const LimiterOthers *o, Resource res) {
+/* Someone other than the hog uses the resource, at least band times what counts as idle: there is
+ * somebody to protect. band is 1 to keep a limit, OTHERS_WANT_BAND to place one. */
+static bool others_want(const LimiterParams *pp, const LimiterOthers *o, Resource res, double band) {
         if (o->n == 0)
                 return false;
         if (res == RESOURCE_CPU) {
                 double demand = o->cpu_percent + (isnan(o->cpu_delay_percent) ? 0.0 : o->cpu_delay_percent);
-                return demand >= pp->others_idle_cpu_percent;
+                return demand >= band * pp->others_idle_cpu_percent;
         }
-        return o->io_bytes_per_sec >= (double) pp->others_idle_io_bytes_per_sec ||
-               (!isnan(o->blkio_delay_percent) && o->blkio_delay_percent >= pp->delay_contention_percent / 2);
+        return o->io_bytes_per_sec >= band * (double) pp->others_idle_io_bytes_per_sec ||
+               (!isnan(o->blkio_delay_percent) && o->blkio_delay_percent >= band * pp->delay_contention_percent / 2);
+}
+
+static double rates_use(const Rates *r, Resource res) {
+        return res == RESOURCE_CPU ? r->cpu : r->io_bytes;
+}
+
+static double others_use(const LimiterOthers *o, Resource res) {
+        return res == RESOURCE_CPU ? o->cpu_percent : o->io_bytes_per_sec;
 }
 
 /* -1 no direct signal available, 0 available and calm, 1 contention. */
@@ -475,9 +498,21 @@ static int entry_release(LimiterPolicy *p, Decisions *ds, Entry *e, LimiterReaso
         if (after)
                 d->after = *after;
         d->limited_usec = e->ours && now > e->limited_at ? now - e->limited_at : 0;
-        if (reason == LIMITER_REASON_NO_IMPROVEMENT)
-                e->holdoff_until = now + p->params.holdoff_usec;
+        d->total_before = e->total_before;
+        if (reason == LIMITER_REASON_NO_IMPROVEMENT) {
+                d->holdoff_usec = p->params.holdoff_usec;
+                e->holdoff_hard = false;
+        } else if (reason == LIMITER_REASON_RESOURCE_IDLED) {
+                d->holdoff_usec = p->params.holdoff_usec << MIN(e->n_idled, (unsigned) IDLED_HOLDOFF_MAX_SHIFT);
+                e->holdoff_hard = true;
+                e->n_idled++;
+        }
+        else if (e->confirmed)
+                e->n_idled = 0; /* a limit that was worth it to the end: the back-off starts over */
+        if (d->holdoff_usec > 0)
+                e->holdoff_until = now + d->holdoff_usec;
         pending_clear_for(p, e);
+        e->released_from = e->class;
         e->class = LIMITER_UNLIMITED;
         e->ours = e->confirmed = false;
         e->limit_id = 0;
@@ -621,6 +656,12 @@ static int release_rules(LimiterPolicy *p, Decisions *ds, const LimiterPressure 
                 Resource res = e->class == LIMITER_CPU_LIMITED ? RESOURCE_CPU : RESOURCE_IO;
                 LimiterOthers after = others_of(p, e, false, pressure, res);
                 double demand = e->interval.cpu + (isnan(e->interval.cpu_delay) ? 0.0 : e->interval.cpu_delay);
+                double total_after = rates_use(&e->interval, res) + others_use(&after, res);
+                /* Only io.max can idle a resource, and only while the hog presses against it: a
+                 * hog that slowed down by itself is no waste of the limit's. cpu.weight (and
+                 * cpu.shares) give the CPU to whoever runs: a limited CPU hog never leaves it idle,
+                 * a drop of the CPU total has other causes. */
+                bool held = res == RESOURCE_IO && e->interval.io_bytes >= (double) pp->io_limit_bytes_per_sec / 2;
 
                 if (res == RESOURCE_IO && e->interval.io_bytes == 0)
                         /* The paper counts block-device operations; the kernel counts their bytes:
@@ -631,14 +672,20 @@ static int release_rules(LimiterPolicy *p, Decisions *ds, const LimiterPressure 
                 else if (res == RESOURCE_CPU && (e->interval.io_bytes >= (double) pp->io_hog_bytes_per_sec ||
                                                  demand < pp->cpu_hog_percent / 2))
                         reason = LIMITER_REASON_CLASS_CHANGED; /* does I/O now, or stopped computing */
-                else if (e->confirmed && !others_want(pp, &after, res))
+                else if (!others_want(pp, &after, res, 1.0))
+                        /* Judged on the last interval, confirmed or not: waiting for the window
+                         * to confirm kept a hog limited for up to a window after the others left. */
                         reason = LIMITER_REASON_CONTENTION_ENDED;
+                else if (pp->waste_percent > 0 && held &&
+                         total_after < e->total_before * (1.0 - pp->waste_percent / 100.0))
+                        reason = LIMITER_REASON_RESOURCE_IDLED;
                 else
                         continue;
 
                 r = entry_release(p, ds, e, reason, &after, now);
                 if (r < 0)
                         return r;
+                ds->d[ds->n - 1].total_after = total_after;
         }
         return 0;
 }
@@ -651,8 +698,18 @@ static int place_limits(LimiterPolicy *p, Decisions *ds, const LimiterPressure *
                 Entry *hog = NULL;
                 double best = -1;
 
+                LimiterClass class = res == RESOURCE_CPU ? LIMITER_CPU_LIMITED : LIMITER_IO_LIMITED;
+                bool just_released = false;
+
                 /* One unconfirmed limit per resource at a time: an improvement is then attributable. */
                 if (p->pending[res].id != 0)
+                        continue;
+                /* A limit of this resource came off in this step: the numbers of the last interval
+                 * are those of the limit (the released one looks small, the one it held back big);
+                 * the next step judges on an interval without it. */
+                for (size_t i = 0; i < p->n_entries && !just_released; i++)
+                        just_released = p->entries[i].decided && p->entries[i].released_from == class;
+                if (just_released)
                         continue;
 
                 /* The biggest user over the window that is one now as well: a process that just
@@ -677,24 +734,26 @@ static int place_limits(LimiterPolicy *p, Decisions *ds, const LimiterPressure *
                  * their progress over the window is the baseline a limit must improve on. */
                 LimiterOthers before = others_of(p, hog, true, pressure, res);
                 LimiterOthers current = others_of(p, hog, false, pressure, res);
-                if (!others_want(pp, &current, res))
+                if (!others_want(pp, &current, res, OTHERS_WANT_BAND))
                         continue;
                 /* With delay accounting or PSI, they decide. Without, the paper's way: limit on
                  * suspicion and let the confirmation judge, but not again right after a limit that
-                 * did not help. */
+                 * did not help. After one that left the resource idle, not whatever they say. */
                 int direct = direct_contention(pp, &current, res);
-                if (direct == 0 || (direct < 0 && now < hog->holdoff_until))
+                if (direct == 0 || ((direct < 0 || hog->holdoff_hard) && now < hog->holdoff_until))
                         continue;
 
-                LimiterClass class = res == RESOURCE_CPU ? LIMITER_CPU_LIMITED : LIMITER_IO_LIMITED;
                 LimiterDecision *d = decision_add(ds, p, hog, LIMITER_LIMIT, class,
                                                   res == RESOURCE_CPU ? LIMITER_REASON_CPU_HOG : LIMITER_REASON_IO_HOG);
                 if (!d)
                         return -ENOMEM;
                 d->before = before;
                 d->after = current;
+                d->total_before = best + others_use(&before, res);
+                d->total_after = rates_use(&hog->interval, res) + others_use(&current, res);
 
                 hog->class = class;
+                hog->total_before = d->total_before;
                 hog->ours = true;
                 hog->confirmed = false;
                 hog->limited_at = now;
@@ -733,11 +792,13 @@ int limiter_policy_step(LimiterPolicy *p, const LimiterSample *samples, size_t n
         for (size_t i = 0; i < p->n_entries; i++)
                 entry_compute(&p->entries[i], p->params.window_usec);
 
+        /* The release rules first: a limit whose others left, or that idles the resource, comes
+         * off rather than being confirmed because the others' progress grew meanwhile. */
         r = reconcile_classes(p, &ds, samples, n_samples, now);
         if (r >= 0)
-                r = confirm_pending(p, &ds, pressure, now);
-        if (r >= 0)
                 r = release_rules(p, &ds, pressure, now);
+        if (r >= 0)
+                r = confirm_pending(p, &ds, pressure, now);
         if (r >= 0)
                 r = place_limits(p, &ds, pressure, now);
         if (r < 0) {

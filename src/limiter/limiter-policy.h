@@ -23,11 +23,18 @@
  *  - the limit is confirmed if the others improve (their CPU use or I/O count grows) within the
  *    next window, else it comes off;
  *  - an I/O-limited process whose I/O count drops to 0 is released; a limited process is released
- *    when the others change their behaviour (contention ended).
+ *    when the others change their behaviour (contention ended): judged on the last interval, for
+ *    a confirmed limit and one still waiting for confirmation alike, and placed again as soon as
+ *    the others want the resource again (with a band between the two thresholds: no flapping).
  * Additions the paper lacked: the contention signal can also be direct (the others' CPU run-queue
  * delay and block I/O delay from delay accounting, and the slice's PSI), a limit is never placed
  * when nobody else wants the resource, a process whose limit did not help is not limited again for
  * a hold-off time, and a limit belongs to one process (PID and start time), never to a PID.
+ * And one for resources that, unlike the paper's hard disk, lose nothing to sharing (a token
+ * bucket, an SSD, a CPU): a limit only moves capacity from the hog to the others, so when the
+ * others leave what the hog gave up unused (the resource's total use under the limit falls by
+ * waste_percent), the limit costs more than it gives and comes off, with a hold-off that doubles
+ * each time it happens again to the same process.
  */
 
 /* Samples of one process the policy keeps: enough for a window of up to HISTORY_MAX - 2 intervals. */
@@ -57,6 +64,7 @@ typedef enum LimiterReason {
         LIMITER_REASON_IO_COUNT_ZERO,         /* release: an I/O-limited process stopped doing I/O */
         LIMITER_REASON_CLASS_CHANGED,         /* release: the process no longer uses what it is limited on */
         LIMITER_REASON_CONTENTION_ENDED,      /* release: nobody else wants the resource any more */
+        LIMITER_REASON_RESOURCE_IDLED,        /* release: the others left what the hog gave up unused */
         LIMITER_REASON_NOT_LIMITED_BY_POLICY, /* release: in a limited cgroup, but not limited by us
                                                * (a reused PID, a forked child, someone else moved it) */
         _LIMITER_REASON_MAX,
@@ -91,8 +99,14 @@ typedef struct LimiterParams {
         double others_idle_cpu_percent;
         uint64_t others_idle_io_bytes_per_sec;
         /* A process released for NO_IMPROVEMENT is not limited again for this long, unless a
-         * direct signal shows contention: the paper's speculative limit would otherwise flap. */
+         * direct signal shows contention: the paper's speculative limit would otherwise flap. One
+         * released for RESOURCE_IDLED is not limited again for this long whatever the signals say,
+         * twice as long the second time in a row, up to 8 times. */
         usec_t holdoff_usec;
+        /* RESOURCE_IDLED: over an interval under the limit, the hog's and the others' use of the
+         * resource together fell by at least this share (percent) below their use over the window
+         * before the limit. 0 turns the rule off (the paper's policy). */
+        double waste_percent;
         /* Compute decisions but do not expect them applied: the policy keeps the classes it would
          * have set to itself and marks decisions applied=false. */
         bool observe_only;
@@ -112,10 +126,12 @@ typedef struct LimiterParams {
                 .others_idle_cpu_percent = 10.0,                                                       \
                 .others_idle_io_bytes_per_sec = 100000,                                                \
                 .holdoff_usec = 30 * USEC_PER_SEC,                                                     \
+                .waste_percent = 25.0,                                                                 \
         })
 
 /* -EINVAL for zero intervals, a window shorter than an interval or longer than the history holds
- * (LIMITER_HISTORY_MAX - 2 intervals), thresholds that are negative or not numbers. */
+ * (LIMITER_HISTORY_MAX - 2 intervals), thresholds that are negative or not numbers, a
+ * waste_percent above 100. */
 int limiter_params_validate(const LimiterParams *p);
 
 /* One process in one interval: cumulative counters since the process started. */
@@ -178,6 +194,12 @@ typedef struct LimiterDecision {
         LimiterOthers after;
         /* Since the limit was placed; 0 for LIMIT. */
         usec_t limited_usec;
+        /* The resource decided on, used by the process and the others together (percent of a CPU
+         * or bytes per second): over the window before the limit, and in the last interval. */
+        double total_before;
+        double total_after;
+        /* RESOURCE_IDLED and NO_IMPROVEMENT: not limited again before this much time passed. */
+        usec_t holdoff_usec;
 } LimiterDecision;
 
 typedef struct LimiterPolicy LimiterPolicy;

@@ -233,8 +233,9 @@ START_TEST(test_io_hog_released_at_io_zero) {
         assert_near(d->io_bytes_per_sec, 50 * MB);
         assert_near(d->before.io_bytes_per_sec, 1 * MB);
 
+        /* The other takes up the disk the hog gave up (else the limit would idle it). */
         behave(dd, 2, 5 * MB, 5, 0, 0);
-        behave(other, 70, 4 * MB, 40, 0, 0);
+        behave(other, 70, 45 * MB, 40, 0, 0);
         ck_assert_int_eq(sim_interval(s), 1);
         assert_decision(s, 100, LIMITER_KEEP, LIMITER_IO_LIMITED, LIMITER_REASON_IMPROVED);
         assert_near(decision(s, 100)->after.io_count_per_sec, 40);
@@ -638,6 +639,219 @@ START_TEST(test_defaults_and_strings) {
 }
 END_TEST
 
+/* Counts the decisions of one kind over n intervals. */
+static unsigned run_count(Sim *s, unsigned n, LimiterAction action) {
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < n; i++) {
+                (void) sim_interval(s);
+                for (int j = 0; j < s->n_d; j++)
+                        k += s->d[j].action == action;
+        }
+        return k;
+}
+
+/* The paper's writer next to one that writes as well, both waiting for the disk: a limit. */
+static Sim *sim_io_hog_limited(Proc **ret_hog, Proc **ret_other) {
+        Sim *s = sim_new(NULL);
+        Proc *hog = sim_spawn(s, 100), *other = sim_spawn(s, 200);
+
+        s->delays = true;
+        behave(hog, 10, 35 * MB, 35, 0, 60);
+        behave(other, 5, 15 * MB, 15, 0, 60);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
+        assert_near(decision(s, 100)->total_before, 50 * MB);
+        *ret_hog = hog;
+        *ret_other = other;
+        return s;
+}
+
+/* The others stop right after the limit, before any confirmation: the limit comes off at the
+ * next round (one interval), not a window later as confirmed-no-improvement; and is placed again
+ * at the first round in which they write again. */
+START_TEST(test_contention_ended_unconfirmed) {
+        Proc *hog, *other;
+        Sim *s = sim_io_hog_limited(&hog, &other);
+        const LimiterDecision *d;
+
+        behave(hog, 2, 5 * MB, 5, 0, 90);
+        behave(other, 1, 0, 0, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_CONTENTION_ENDED);
+        d = decision(s, 100);
+        ck_assert_uint_eq(d->limited_usec, 3 * USEC_PER_SEC);
+        assert_near(d->after.io_bytes_per_sec, 0);
+        ck_assert_uint_eq(d->holdoff_usec, 0);
+
+        /* Alone, it is not limited, however much it writes. */
+        behave(hog, 10, 50 * MB, 50, 0, 60);
+        ck_assert_int_eq(run_count(s, 5, LIMITER_LIMIT), 0);
+
+        /* The other writes again and waits: limited in the same round. */
+        behave(hog, 10, 35 * MB, 35, 0, 60);
+        behave(other, 5, 15 * MB, 15, 0, 60);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
+        sim_free(s);
+}
+END_TEST
+
+/* A confirmed limit (the other takes up the disk the hog gave up) comes off in the round after the
+ * other stops, and is placed again in the round after it starts again; twice over, no hold-off. */
+START_TEST(test_contention_ended_and_back) {
+        Proc *hog, *other;
+        Sim *s = sim_io_hog_limited(&hog, &other);
+
+        for (int cycle = 0; cycle < 2; cycle++) {
+                if (cycle > 0) {
+                        /* Alone for a window: not limited; then the other writes again. */
+                        behave(hog, 10, 50 * MB, 50, 0, 60);
+                        ck_assert_int_eq(run_count(s, 4, LIMITER_LIMIT), 0);
+                        behave(hog, 10, 35 * MB, 35, 0, 60);
+                        behave(other, 5, 15 * MB, 15, 0, 60);
+                        ck_assert_int_eq(sim_interval(s), 1);
+                        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
+                }
+                behave(hog, 2, 5 * MB, 5, 0, 90);
+                behave(other, 12, 44 * MB, 44, 0, 20);
+                ck_assert_int_eq(sim_interval(s), 1);
+                assert_decision(s, 100, LIMITER_KEEP, LIMITER_IO_LIMITED, LIMITER_REASON_IMPROVED);
+                ck_assert_int_eq(run_count(s, 3, LIMITER_RELEASE), 0);
+
+                /* The other computes now, no I/O: released at the next round. */
+                behave(other, 100, 0, 0, 0, 0);
+                ck_assert_int_eq(sim_interval(s), 1);
+                assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_CONTENTION_ENDED);
+                ck_assert_int_eq(hog->class, LIMITER_UNLIMITED);
+        }
+        sim_free(s);
+}
+END_TEST
+
+/* Noise in the others' use around the "idle" threshold neither releases nor re-limits over and
+ * over: limits need twice what releases them (I/O 100 kB/s vs 200 kB/s; CPU 10 % vs 20 %). */
+START_TEST(test_no_flapping_on_noise) {
+        Proc *hog, *other;
+        Sim *s = sim_cpu_hog_limited(NULL, &hog, &other);
+        unsigned releases = 0, limits = 0;
+
+        behave(hog, 60, 0, 0, 0, 0);
+        behave(other, 90, 0, 5, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_KEEP, LIMITER_CPU_LIMITED, LIMITER_REASON_IMPROVED);
+
+        /* The other's demand swings 8 % - 18 % - 12 % of a CPU: one release, at its first dip. */
+        behave(hog, 100, 0, 0, 0, 0);
+        for (int i = 0; i < 30; i++) {
+                behave(other, i % 3 == 0 ? 8 : i % 3 == 1 ? 18 : 12, 0, 1, 0, 0);
+                (void) sim_interval(s);
+                for (int j = 0; j < s->n_d; j++) {
+                        releases += s->d[j].action == LIMITER_RELEASE;
+                        limits += s->d[j].action == LIMITER_LIMIT;
+                }
+        }
+        ck_assert_uint_eq(releases, 1);
+        ck_assert_uint_eq(limits, 0);
+        sim_free(s);
+
+        /* The same for I/O, with the other's writes swinging 60 - 190 kB/s around a limit placed
+         * while it wrote 15 MB/s: released once, not limited again. */
+        s = sim_io_hog_limited(&hog, &other);
+        releases = limits = 0;
+        for (int i = 0; i < 30; i++) {
+                behave(hog, 10, i == 0 ? 5 * MB : 50 * MB, 50, 0, 0);
+                behave(other, 1, i % 2 == 0 ? 60000 : 190000, 2, 0, 0);
+                (void) sim_interval(s);
+                for (int j = 0; j < s->n_d; j++) {
+                        releases += s->d[j].action == LIMITER_RELEASE;
+                        limits += s->d[j].action == LIMITER_LIMIT;
+                }
+        }
+        ck_assert_uint_eq(releases, 1);
+        ck_assert_uint_eq(limits, 0);
+        sim_free(s);
+}
+END_TEST
+
+/* §5.1.1 on a disk that loses nothing to sharing (a token bucket): the other writes a third of the
+ * time and computes the rest, so under the limit the disk stands mostly idle (15 + 5 of 50 MB/s).
+ * The limit comes off after one interval and is not placed again for the hold-off, although the
+ * others wait for the disk each time they write; 30 s, then 60 s. */
+START_TEST(test_limit_idles_resource) {
+        Proc *hog, *other;
+        Sim *s = sim_io_hog_limited(&hog, &other);
+        const LimiterDecision *d;
+        unsigned n;
+
+        behave(hog, 2, 5 * MB, 5, 0, 90);
+        behave(other, 60, 15 * MB, 15, 0, 25);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_RESOURCE_IDLED);
+        d = decision(s, 100);
+        assert_near(d->total_before, 50 * MB);
+        assert_near(d->total_after, 20 * MB);
+        ck_assert_uint_eq(d->holdoff_usec, 30 * USEC_PER_SEC);
+
+        /* Contention as before: nine rounds (27 s) without a limit, the tenth (30 s) limits. */
+        behave(hog, 10, 35 * MB, 35, 0, 60);
+        behave(other, 5, 15 * MB, 15, 0, 60);
+        ck_assert_int_eq(run_count(s, 9, LIMITER_LIMIT), 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
+
+        behave(hog, 2, 5 * MB, 5, 0, 90);
+        behave(other, 60, 15 * MB, 15, 0, 25);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_RESOURCE_IDLED);
+        ck_assert_uint_eq(decision(s, 100)->holdoff_usec, 60 * USEC_PER_SEC);
+        behave(hog, 10, 35 * MB, 35, 0, 60);
+        behave(other, 5, 15 * MB, 15, 0, 60);
+        n = run_count(s, 19, LIMITER_LIMIT);
+        ck_assert_int_eq(n, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
+        sim_free(s);
+
+        /* The paper's rule alone (waste_percent=0): the limit stays. */
+        LimiterParams params = LIMITER_PARAMS_DEFAULT;
+        params.waste_percent = 0;
+        s = sim_new(&params);
+        hog = sim_spawn(s, 100);
+        other = sim_spawn(s, 200);
+        s->delays = true;
+        behave(hog, 10, 35 * MB, 35, 0, 60);
+        behave(other, 5, 15 * MB, 15, 0, 60);
+        ck_assert_int_eq(sim_interval(s), 1);
+        behave(hog, 2, 5 * MB, 5, 0, 90);
+        behave(other, 60, 15 * MB, 15, 0, 25);
+        ck_assert_int_eq(run_count(s, 10, LIMITER_RELEASE), 0);
+        ck_assert_int_eq(hog->class, LIMITER_IO_LIMITED);
+        sim_free(s);
+}
+END_TEST
+
+/* The paper's hard disk: two writers lose throughput to seeks (20 + 5 MB/s together), one alone
+ * streams (5 + 40): the limit raises the total and stays. */
+START_TEST(test_limit_on_seeking_disk_kept) {
+        Sim *s = sim_new(NULL);
+        Proc *hog = sim_spawn(s, 100), *other = sim_spawn(s, 200);
+
+        s->delays = true;
+        behave(hog, 10, 20 * MB, 20, 0, 80);
+        behave(other, 5, 5 * MB, 5, 0, 80);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
+        behave(hog, 2, 5 * MB, 5, 0, 95);
+        behave(other, 20, 40 * MB, 40, 0, 30);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_KEEP, LIMITER_IO_LIMITED, LIMITER_REASON_IMPROVED);
+        ck_assert_int_eq(run_count(s, 10, LIMITER_RELEASE), 0);
+        ck_assert_int_eq(hog->class, LIMITER_IO_LIMITED);
+        sim_free(s);
+}
+END_TEST
+
 /* 1000 processes per interval, a few hogs among them: a step must stay cheap. */
 START_TEST(test_thousand_processes) {
         Sim *s = sim_new(NULL);
@@ -685,4 +899,6 @@ END_TEST
 TEST_SUITE("limiter-policy", test_cpu_hog_confirmed, test_io_hog_released_at_io_zero, test_no_improvement,
            test_direct_signal, test_direct_signal_limit_and_confirm, test_psi_signal, test_alone,
            test_class_changed, test_pid_reuse, test_pid_reuse_no_holdoff, test_observe_only, test_adopt,
-           test_move_failed, test_window, test_bad_input, test_defaults_and_strings, test_thousand_processes)
+           test_move_failed, test_window, test_bad_input, test_defaults_and_strings, test_thousand_processes,
+           test_contention_ended_unconfirmed, test_contention_ended_and_back, test_no_flapping_on_noise,
+           test_limit_idles_resource, test_limit_on_seeking_disk_kept)
