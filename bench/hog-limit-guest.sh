@@ -55,6 +55,30 @@ fi
 read -r LPS BPS < <(systemd-run --quiet --wait --pipe --slice=tonari.slice -p CPUAffinity=0 \
         python3 "$worker" calibrate "$D")
 echo "CALIBRATE loops_per_sec=$LPS bytes_per_sec=$BPS disk_limit_mbps=$disk_mbps"
+echo "SIGNALS task_delayacct=$(cat /proc/sys/kernel/task_delayacct 2>/dev/null || echo n/a)" \
+        "psi=$(cat /sys/fs/cgroup/tonari.slice/io.pressure >/dev/null 2>&1 && echo yes || echo no)"
+
+# decisions EXP MODE PARAM REP SINCE PID...: tonarid's decisions on these processes since SINCE (µs
+# of the realtime clock), one DECISION line each: seconds after SINCE, which process (p1 or p2..),
+# action, reason, how long it had been limited, the resource's total use before and after.
+decisions() {
+        local exp=$1 mode=$2 param=$3 rep=$4 since=$5
+        shift 5
+        journalctl -u tonarid.service --no-pager -o json --since="@$((since / 1000000))" |
+                python3 -c '
+import json, sys
+since, exp, param, rep = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+pids = sys.argv[5:]
+for line in sys.stdin:
+    e = json.loads(line)
+    if e.get("TONARI_PID") not in pids or "TONARI_ACTION" not in e:
+        continue
+    t = (int(e["__REALTIME_TIMESTAMP"]) - since) / 1e6
+    print("DECISION exp=%s param=%s rep=%s t=%.1f proc=p%d action=%s reason=%s limited_s=%.1f total_before=%s total_after=%s"
+          % (exp, param, rep, t, pids.index(e["TONARI_PID"]) + 1, e["TONARI_ACTION"], e.get("TONARI_REASON"),
+             int(e.get("TONARI_LIMITED_USEC", "0")) / 1e6, e.get("TONARI_TOTAL_BEFORE"), e.get("TONARI_TOTAL_AFTER")))
+' "$since" "$exp" "$param" "$rep" "$@" || true
+}
 
 # start SLICE KIND OUTFILE: a worker attached to SLICE (none: left for RegisterProcesses); its PID
 # in STARTED (a child of this shell, so that wait works: no command substitution). It starts after
@@ -104,8 +128,11 @@ one() {
                 i=$((i + 1))
                 start $target "$k" "$D/out.$i"; pids+=("$STARTED")
         done
+        local since
+        since=$(date +%s%6N)
         [[ $mode == tonari ]] && tonarictl hog register hb "${pids[@]}"
         wait "${pids[@]}"
+        [[ $mode == tonari ]] && decisions "$exp" "$mode" "$param" "$rep" "$since" "${pids[@]}"
         p1=$(cat "$D/out.0")
         for ((j = 1; j <= i; j++)); do
                 rest=$(python3 -c "print(round($rest + $(cat "$D/out.$j"), 3))")

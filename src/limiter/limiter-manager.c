@@ -422,14 +422,16 @@ static void log_decision(LimiterSlice *l, const LimiterDecision *d, const char *
                          "TONARI_OTHERS_CPU_DELAY_PERCENT=%.1f", d->after.cpu_delay_percent,
                          "TONARI_OTHERS_BLKIO_DELAY_PERCENT=%.1f", d->after.blkio_delay_percent,
                          "TONARI_PSI_SOME_AVG10=%.2f", d->after.psi_some_avg10, "TONARI_LIMITED_USEC=%" PRIu64,
-                         d->limited_usec,
+                         d->limited_usec, "TONARI_TOTAL_BEFORE=%.1f", d->total_before, "TONARI_TOTAL_AFTER=%.1f",
+                         d->total_after, "TONARI_HOLDOFF_USEC=%" PRIu64, d->holdoff_usec,
                          LOG_MESSAGE("%s: cpu %.1f%%, io %.0f B/s, %.1f calls/s; others (%u) cpu %.1f%% → %.1f%%, "
-                                     "io calls %.1f/s → %.1f/s, cpu delay %s, blkio delay %s%s%s.",
+                                     "io calls %.1f/s → %.1f/s, cpu delay %s, blkio delay %s; all %.1f → %.1f %s%s%s.",
                                      what, d->cpu_percent, d->io_bytes_per_sec, d->io_count_per_sec, d->before.n,
                                      d->before.cpu_percent, d->after.cpu_percent, d->before.io_count_per_sec,
                                      d->after.io_count_per_sec, fmt_percent(cd, d->after.cpu_delay_percent),
-                                     fmt_percent(bd, d->after.blkio_delay_percent), error < 0 ? ", not applied: " : "",
-                                     error < 0 ? strerror(ERRNO_VALUE(error)) : ""));
+                                     fmt_percent(bd, d->after.blkio_delay_percent), d->total_before, d->total_after,
+                                     d->class == LIMITER_CPU_LIMITED || from == LIMITER_CPU_LIMITED ? "% cpu" : "B/s",
+                                     error < 0 ? ", not applied: " : "", error < 0 ? strerror(ERRNO_VALUE(error)) : ""));
 }
 
 /* Moves the process the decision names, if it is still that process (PID and start time). */

@@ -141,6 +141,8 @@ static void limiter_settings(const Manager *m, char *state_file, size_t size, Li
         p.io_limit_bytes_per_sec = m->config.hog_io_limit_bytes_per_sec;
         p.io_hog_bytes_per_sec = MAX(p.io_hog_bytes_per_sec, 2 * p.io_limit_bytes_per_sec);
         p.cpu_limit_weight = m->config.hog_cpu_weight;
+        p.waste_percent = m->config.hog_waste_percent;
+        p.holdoff_usec = m->config.hog_holdoff_usec;
         *ret = (LimiterSettings) { .defaults = p, .state_file = state_file };
 }
 

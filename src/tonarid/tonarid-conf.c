@@ -29,6 +29,8 @@ static const ConfigItem manager_config_table[] = {
         CONFIG_ITEM("HogLimiting", "IOLimitBytesPerSec", config_parse_size, ManagerConfig,
                     hog_io_limit_bytes_per_sec),
         CONFIG_ITEM("HogLimiting", "CPUWeight", config_parse_unsigned, ManagerConfig, hog_cpu_weight),
+        CONFIG_ITEM("HogLimiting", "IdleLimitPercent", config_parse_percent, ManagerConfig, hog_waste_percent),
+        CONFIG_ITEM("HogLimiting", "HoldOffSec", config_parse_sec, ManagerConfig, hog_holdoff_usec),
         {},
 };
 
@@ -115,4 +117,6 @@ void manager_config_dump(const ManagerConfig *c, FILE *f) {
                 "CPUWeight=%u\n",
                 format_timespan(a, sizeof(a), c->hog_interval_usec, 1), format_timespan(b, sizeof(b), c->hog_window_usec, 1),
                 c->hog_io_limit_bytes_per_sec, c->hog_cpu_weight);
+        fprintf(f, "IdleLimitPercent=%u%%\nHoldOffSec=%s\n", c->hog_waste_percent,
+                format_timespan(a, sizeof(a), c->hog_holdoff_usec, 1));
 }

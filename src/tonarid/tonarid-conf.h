@@ -31,6 +31,8 @@ typedef struct ManagerConfig {
         usec_t hog_window_usec;             /* [HogLimiting] WindowSec= */
         uint64_t hog_io_limit_bytes_per_sec; /* [HogLimiting] IOLimitBytesPerSec= */
         unsigned hog_cpu_weight;            /* [HogLimiting] CPUWeight= */
+        unsigned hog_waste_percent;         /* [HogLimiting] IdleLimitPercent= */
+        usec_t hog_holdoff_usec;            /* [HogLimiting] HoldOffSec= */
 } ManagerConfig;
 
 /*
@@ -56,7 +58,9 @@ typedef struct ManagerConfig {
                           .hog_interval_usec = 3 * USEC_PER_SEC,                                       \
                           .hog_window_usec = 10 * USEC_PER_SEC,                                        \
                           .hog_io_limit_bytes_per_sec = 5000000,                                       \
-                          .hog_cpu_weight = 1 })
+                          .hog_cpu_weight = 1,                                                         \
+                          .hog_waste_percent = 25,                                                     \
+                          .hog_holdoff_usec = 30 * USEC_PER_SEC })
 
 /*
  * Loads path and the *.conf files in path.d/ over the defaults. On failure *ret is untouched and the error has

@@ -96,6 +96,23 @@ START_TEST(test_borrow_settings) {
 }
 END_TEST
 
+START_TEST(test_hog_settings) {
+        _cleanup_free_ char *p = NULL;
+        ManagerConfig c;
+
+        setup();
+        p = put("tonarid.conf", "[HogLimiting]\nIdleLimitPercent=0%\nHoldOffSec=2min\n");
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert_uint_eq(c.hog_waste_percent, 0);
+        ck_assert_uint_eq(c.hog_holdoff_usec, 120 * USEC_PER_SEC);
+        free(p);
+        p = put("tonarid.conf", "[HogLimiting]\nIdleLimitPercent=\n");
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert_uint_eq(c.hog_waste_percent, 25);
+        ck_assert_uint_eq(c.hog_holdoff_usec, 30 * USEC_PER_SEC);
+}
+END_TEST
+
 START_TEST(test_invalid_values) {
         const char *bad[] = {
                 "[Manager]\nLogLevel=verbose\n",
@@ -110,6 +127,8 @@ START_TEST(test_invalid_values) {
                 "[Borrow]\nRepayPerPeriod=101%\n",
                 "[Borrow]\nRepayPerPeriod=50\n",
                 "[Borrow]\nRepayPerPeriod=-5%\n",
+                "[HogLimiting]\nIdleLimitPercent=101%\n",
+                "[HogLimiting]\nHoldOffSec=soon\n",
         };
         ManagerConfig c = MANAGER_CONFIG_DEFAULTS, before;
 
@@ -189,4 +208,4 @@ START_TEST(test_systemd_like_syntax) {
 END_TEST
 
 TEST_SUITE("conf-parser", test_systemd_like_syntax, test_defaults_without_files, test_main_and_dropins, test_unknown_is_ignored,
-           test_borrow_settings, test_invalid_values, test_long_line, test_unreadable)
+           test_borrow_settings, test_hog_settings, test_invalid_values, test_long_line, test_unreadable)

@@ -131,7 +131,7 @@ testcase_io_hog_limit_lift() {
         assert_match "^$dev .*wbps=20000000" "$(grep "^$dev " $CG/tonari-h2.slice/io.max)"
         kill -STOP "$hog"
         wait_class "$hog" unlimited 5
-        assert_match "io-count-dropped-to-0|confirmed-no-improvement" \
+        assert_match "io-count-dropped-to-0|confirmed-no-improvement|limit-idled-resource" \
                 "$(journalctl -u tonarid.service --no-pager -o cat TONARI_PID="$hog" TONARI_ACTION=release)"
         kill -KILL "$hog" "$victim" "$seed"
         rm -f /var/tmp/hog.data /var/tmp/victim.data
