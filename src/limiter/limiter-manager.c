@@ -397,6 +397,7 @@ static void log_decision(LimiterSlice *l, const LimiterDecision *d, const char *
         const char *action = limiter_action_to_string(d->action), *class = limiter_class_to_string(d->class),
                    *reason = limiter_reason_to_string(d->reason);
         char what[160], cd[16], bd[16];
+        bool cpu = d->class == LIMITER_CPU_LIMITED || from == LIMITER_CPU_LIMITED;
 
         if (d->action == LIMITER_LIMIT)
                 (void) snprintf(what, sizeof(what), "%s %s process %i (%s) to %s (%s)",
@@ -425,12 +426,12 @@ static void log_decision(LimiterSlice *l, const LimiterDecision *d, const char *
                          d->limited_usec, "TONARI_TOTAL_BEFORE=%.1f", d->total_before, "TONARI_TOTAL_AFTER=%.1f",
                          d->total_after, "TONARI_HOLDOFF_USEC=%" PRIu64, d->holdoff_usec,
                          LOG_MESSAGE("%s: cpu %.1f%%, io %.0f B/s, %.1f calls/s; others (%u) cpu %.1f%% → %.1f%%, "
-                                     "io calls %.1f/s → %.1f/s, cpu delay %s, blkio delay %s; all %.1f → %.1f %s%s%s.",
+                                     "io calls %.1f/s → %.1f/s, cpu delay %s, blkio delay %s; all %.*f → %.*f %s%s%s.",
                                      what, d->cpu_percent, d->io_bytes_per_sec, d->io_count_per_sec, d->before.n,
                                      d->before.cpu_percent, d->after.cpu_percent, d->before.io_count_per_sec,
                                      d->after.io_count_per_sec, fmt_percent(cd, d->after.cpu_delay_percent),
-                                     fmt_percent(bd, d->after.blkio_delay_percent), d->total_before, d->total_after,
-                                     d->class == LIMITER_CPU_LIMITED || from == LIMITER_CPU_LIMITED ? "% cpu" : "B/s",
+                                     fmt_percent(bd, d->after.blkio_delay_percent), cpu ? 1 : 0, d->total_before,
+                                     cpu ? 1 : 0, d->total_after, cpu ? "% cpu" : "B/s",
                                      error < 0 ? ", not applied: " : "", error < 0 ? strerror(ERRNO_VALUE(error)) : ""));
 }
 

@@ -624,9 +624,12 @@ static int confirm_pending(LimiterPolicy *p, Decisions *ds, const LimiterPressur
                         LimiterDecision *d = decision_add(ds, p, e, LIMITER_KEEP, e->class, LIMITER_REASON_IMPROVED);
                         if (!d)
                                 return -ENOMEM;
+                        LimiterOthers current = others_of(p, e, false, pressure, res);
                         d->before = e->before;
                         d->after = after;
                         d->limited_usec = now - e->limited_at;
+                        d->total_before = e->total_before;
+                        d->total_after = rates_use(&e->interval, res) + others_use(&current, res);
                         e->confirmed = true;
                         e->decided = true;
                         *pd = (Pending) {};

@@ -717,6 +717,7 @@ START_TEST(test_contention_ended_and_back) {
                 behave(other, 12, 44 * MB, 44, 0, 20);
                 ck_assert_int_eq(sim_interval(s), 1);
                 assert_decision(s, 100, LIMITER_KEEP, LIMITER_IO_LIMITED, LIMITER_REASON_IMPROVED);
+                assert_near(decision(s, 100)->total_after, 49 * MB);
                 ck_assert_int_eq(run_count(s, 3, LIMITER_RELEASE), 0);
 
                 /* The other computes now, no I/O: released at the next round. */
