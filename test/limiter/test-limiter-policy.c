@@ -862,7 +862,8 @@ END_TEST
  * counters the kernel would have (no delay accounting, the scheduler's run delay), and its
  * decisions take effect at once. Modes: no manager, process 1 limited from the start (static),
  * the policy, and an oracle that limits process 1 exactly while process 2 writes (the best any
- * limiter can do on this disk).
+ * limiter can do on this disk; for §5.1.2 the same switch, which changes nothing there: the best
+ * on the CPU is the limit kept on, "static").
  */
 typedef enum ModelMode {
         MODEL_NONE,
@@ -898,17 +899,16 @@ static void model_progress(ModelProc *p, double amount) {
         double total = p->computes_only ? 5.0 : !p->alternates ? 100.0 : p->computing ? 2.0 : 50.0;
         double share = p->alternates ? 0.5 : 1.0; /* of a task, per phase */
 
-        while (amount > 0) {
-                double step = MIN(amount, p->phase_left);
+        /* The rest of a tick after a phase ends is lost (at most 10 ms a phase): it is in the
+         * other phase's unit. */
+        double step = MIN(amount, p->phase_left);
 
-                p->phase_left -= step;
-                amount -= step;
-                p->tasks += share * step / total;
-                if (p->phase_left <= 1e-9) {
-                        if (p->alternates)
-                                p->computing = !p->computing;
-                        model_phase_start(p);
-                }
+        p->phase_left -= step;
+        p->tasks += share * step / total;
+        if (p->phase_left <= 1e-9) {
+                if (p->alternates)
+                        p->computing = !p->computing;
+                model_phase_start(p);
         }
 }
 
