@@ -497,7 +497,7 @@ static int entry_release(LimiterPolicy *p, Decisions *ds, Entry *e, LimiterReaso
         d->before = e->before;
         if (after)
                 d->after = *after;
-        d->limited_usec = e->ours && now > e->limited_at ? now - e->limited_at : 0;
+        d->limited_usec = e->ours && e->n_hist > 0 && newest(e)->t > e->limited_at ? newest(e)->t - e->limited_at : 0;
         d->total_before = e->total_before;
         if (reason == LIMITER_REASON_NO_IMPROVEMENT) {
                 d->holdoff_usec = p->params.holdoff_usec;
@@ -616,7 +616,7 @@ static int confirm_pending(LimiterPolicy *p, Decisions *ds, const LimiterPressur
                         continue;
                 }
                 Entry *e = find_entry(p, pd->pid);
-                if (e->decided || now <= e->limited_at)
+                if (e->decided || newest(e)->t <= e->limited_at)
                         continue;
 
                 LimiterOthers after = others_since_mark(p, pd->id, res, pressure);
@@ -627,13 +627,13 @@ static int confirm_pending(LimiterPolicy *p, Decisions *ds, const LimiterPressur
                         LimiterOthers current = others_of(p, e, false, pressure, res);
                         d->before = e->before;
                         d->after = after;
-                        d->limited_usec = now - e->limited_at;
+                        d->limited_usec = newest(e)->t - e->limited_at;
                         d->total_before = e->total_before;
                         d->total_after = rates_use(&e->interval, res) + others_use(&current, res);
                         e->confirmed = true;
                         e->decided = true;
                         *pd = (Pending) {};
-                } else if (now - e->limited_at >= p->params.window_usec) {
+                } else if (newest(e)->t - e->limited_at >= p->params.window_usec) {
                         r = entry_release(p, ds, e, LIMITER_REASON_NO_IMPROVEMENT, &after, now);
                         if (r < 0)
                                 return r;
@@ -759,7 +759,9 @@ static int place_limits(LimiterPolicy *p, Decisions *ds, const LimiterPressure *
                 hog->total_before = d->total_before;
                 hog->ours = true;
                 hog->confirmed = false;
-                hog->limited_at = now;
+                /* Its own sample's time, not the round's: the processes of a round are sampled one
+                 * after the other, and "an interval spent entirely under the limit" starts here. */
+                hog->limited_at = newest(hog)->t;
                 hog->limit_id = ++p->last_id;
                 hog->before = before;
                 hog->decided = true;

@@ -101,10 +101,11 @@ static int sim_interval(Sim *s) {
                 p->io_count += p->b_io_count * sec;
                 p->cpu_delay += p->b_cpu_delay / 100.0 * (double) dt;
                 p->blkio_delay += p->b_blkio_delay / 100.0 * (double) dt;
-                samples[n++] = (LimiterSample) {
+                samples[n] = (LimiterSample) {
                         .pid = p->pid,
                         .start_time_ticks = p->start_time_ticks,
-                        .timestamp_usec = s->now,
+                        /* The daemon samples one process after the other. */
+                        .timestamp_usec = s->now + n * 50,
                         .elapsed_usec = s->now - p->born,
                         .cpu_usec = (usec_t) p->cpu,
                         .io_bytes = (uint64_t) p->io_bytes,
@@ -114,6 +115,7 @@ static int sim_interval(Sim *s) {
                         .blkio_delay_usec = s->delays ? (usec_t) p->blkio_delay : 0,
                         .class = p->class,
                 };
+                n++;
         }
         s->d = mfree(s->d);
         s->n_d = limiter_policy_step(s->policy, samples, n, &s->pressure, &s->d);
