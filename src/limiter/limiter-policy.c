@@ -660,11 +660,12 @@ static int release_rules(LimiterPolicy *p, Decisions *ds, const LimiterPressure 
                 LimiterOthers after = others_of(p, e, false, pressure, res);
                 double demand = e->interval.cpu + (isnan(e->interval.cpu_delay) ? 0.0 : e->interval.cpu_delay);
                 double total_after = rates_use(&e->interval, res) + others_use(&after, res);
-                /* Only io.max can idle a resource, and only while the hog presses against it: a
-                 * hog that slowed down by itself is no waste of the limit's. cpu.weight (and
+                /* Only io.max can idle a resource, and only while the hog presses against it (moves
+                 * at least 80 % of the limit): a hog that slowed down or stopped by itself during
+                 * the interval is no waste of the limit's. cpu.weight (and
                  * cpu.shares) give the CPU to whoever runs: a limited CPU hog never leaves it idle,
                  * a drop of the CPU total has other causes. */
-                bool held = res == RESOURCE_IO && e->interval.io_bytes >= (double) pp->io_limit_bytes_per_sec / 2;
+                bool held = res == RESOURCE_IO && e->interval.io_bytes >= 0.8 * (double) pp->io_limit_bytes_per_sec;
 
                 if (res == RESOURCE_IO && e->interval.io_bytes == 0)
                         /* The paper counts block-device operations; the kernel counts their bytes:

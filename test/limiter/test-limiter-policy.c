@@ -816,6 +816,18 @@ START_TEST(test_limit_idles_resource) {
         assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
         sim_free(s);
 
+        /* A hog that stops in the middle of an interval (2 of its 5 MB/s) left the disk idle by
+         * itself: no hold-off for that; the next round releases it as io-count-dropped-to-0. */
+        s = sim_io_hog_limited(&hog, &other);
+        behave(hog, 1, 2 * MB, 2, 0, 40);
+        behave(other, 60, 15 * MB, 15, 0, 25);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_KEEP, LIMITER_IO_LIMITED, LIMITER_REASON_IMPROVED);
+        behave(hog, 0, 0, 0, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_IO_COUNT_ZERO);
+        sim_free(s);
+
         /* The paper's rule alone (waste_percent=0): the limit stays. */
         LimiterParams params = LIMITER_PARAMS_DEFAULT;
         params.waste_percent = 0;
