@@ -24,6 +24,13 @@ struct MigrateEngine {
         char *page_idle;
         int done_fd;
 
+        /* Pages that failed to move in an earlier pass, sorted after each pass: not tried again. */
+        struct FailedPage {
+                pid_t pid;
+                uint64_t vaddr;
+        } *failed;
+        size_t n_failed, failed_allocated;
+
         pthread_t thread;
         bool thread_started;
         pthread_mutex_t lock;
@@ -81,13 +88,29 @@ static void update(MigrateEngine *e, void (*f)(MigrateProgress *p, const void *a
         pthread_mutex_unlock(&e->lock);
 }
 
-/* Referenced bits: one snapshot of the idle bitmap over the scanned frames' range. */
+/*
+ * Referenced bits: one snapshot of the idle bitmap over the scanned frames. The kernel handles
+ * every frame of a range it is given (on a read, each page on an LRU list is looked up and
+ * referenced; an idle one costs a reverse-mapping walk), so the bitmap is read and written only in
+ * the runs of words that hold scanned frames, not over everything between the lowest and the
+ * highest frame (most of a node, with the slice's pages spread over it).
+ */
+typedef struct IdleRun {
+        size_t word; /* index into marked/now */
+        size_t n_words;
+} IdleRun;
+
+/* Words without a scanned frame between two runs before they are read as separate runs. */
+#define IDLE_RUN_GAP_WORDS 2
+
 typedef struct IdleMap {
         int fd;
         uint64_t first_word; /* bitmap word of the lowest frame */
         size_t n_words;
         uint64_t *marked;    /* the frames marked idle */
         uint64_t *now;       /* the latest read */
+        IdleRun *runs;
+        size_t n_runs;
         const MigrateScan *scan;
 } IdleMap;
 
@@ -95,28 +118,47 @@ static void idle_map_done(IdleMap *m) {
         safe_close(m->fd);
         free(m->marked);
         free(m->now);
+        free(m->runs);
         *m = (IdleMap) { .fd = -EBADF };
 }
 
-static int idle_read(IdleMap *m, uint64_t *into) {
+/* Reads (write = false) or writes the bitmap words of one run from or to buf. */
+static int idle_io(IdleMap *m, const IdleRun *run, uint64_t *buf, bool write) {
         size_t done = 0;
-        while (done < m->n_words) {
-                size_t k = MIN(m->n_words - done, (size_t) 8192);
-                ssize_t n = pread(m->fd, into + done, k * 8, (off_t) ((m->first_word + done) * 8));
+
+        while (done < run->n_words) {
+                size_t k = MIN(run->n_words - done, (size_t) 8192);
+                off_t off = (off_t) ((m->first_word + run->word + done) * 8);
+                ssize_t n = write ? pwrite(m->fd, buf + run->word + done, k * 8, off)
+                                  : pread(m->fd, buf + run->word + done, k * 8, off);
                 if (n < 0)
                         return -errno;
-                if (n == 0) /* past the last frame: nothing there is tracked */
+                if (n == 0) {
+                        if (write)
+                                return -EIO;
+                        /* past the last frame: nothing there is tracked */
+                        memset(buf + run->word + done, 0, (run->n_words - done) * 8);
                         break;
+                }
                 done += (size_t) n / 8;
         }
-        memset(into + done, 0, (m->n_words - done) * 8);
+        return 0;
+}
+
+static int idle_read(IdleMap *m, uint64_t *into) {
+        for (size_t i = 0; i < m->n_runs; i++) {
+                int r = idle_io(m, &m->runs[i], into, false);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
 /* Marks every scanned frame idle. */
 static int idle_map_init(IdleMap *m, const char *path, const MigrateScan *scan) {
         uint64_t lo = UINT64_MAX, hi = 0;
-        size_t done = 0;
+        size_t allocated = 0;
+        int r;
 
         *m = (IdleMap) { .fd = -EBADF, .scan = scan };
         if (scan->n_pages == 0)
@@ -138,13 +180,31 @@ static int idle_map_init(IdleMap *m, const char *path, const MigrateScan *scan) 
                 uint64_t pfn = scan->pages[i].pfn;
                 m->marked[pfn / 64 - m->first_word] |= UINT64_C(1) << (pfn % 64);
         }
-        /* Only set bits mark pages idle: one write over the whole range does it. */
-        while (done < m->n_words) {
-                size_t k = MIN(m->n_words - done, (size_t) 8192);
-                ssize_t n = pwrite(m->fd, m->marked + done, k * 8, (off_t) ((m->first_word + done) * 8));
-                if (n <= 0)
-                        return n < 0 ? -errno : -EIO;
-                done += (size_t) n / 8;
+        for (size_t w = 0; w < m->n_words; w++) {
+                if (m->marked[w] == 0)
+                        continue;
+                if (m->n_runs > 0) {
+                        IdleRun *last = &m->runs[m->n_runs - 1];
+                        if (w - (last->word + last->n_words) <= IDLE_RUN_GAP_WORDS) {
+                                last->n_words = w - last->word + 1;
+                                continue;
+                        }
+                }
+                if (m->n_runs == allocated) {
+                        size_t k = MAX((size_t) 64, allocated * 2);
+                        IdleRun *a = reallocarray(m->runs, k, sizeof(IdleRun));
+                        if (!a)
+                                return -ENOMEM;
+                        m->runs = a;
+                        allocated = k;
+                }
+                m->runs[m->n_runs++] = (IdleRun) { .word = w, .n_words = 1 };
+        }
+        /* Only set bits mark pages idle. */
+        for (size_t i = 0; i < m->n_runs; i++) {
+                r = idle_io(m, &m->runs[i], m->marked, true);
+                if (r < 0)
+                        return r;
         }
         /*
          * Not read back at once to learn which frames the kernel tracks: a page in use is touched
@@ -165,7 +225,8 @@ static bool idle_referenced(size_t page, void *userdata) {
 }
 
 typedef struct BatchResult {
-        uint64_t moved, failed, gone, hot_moved, checks;
+        uint64_t moved, failed, gone, hot_moved, checks, calls;
+        usec_t move_cpu_usec;
 } BatchResult;
 
 static void apply_batch(MigrateProgress *p, const void *arg) {
@@ -175,6 +236,8 @@ static void apply_batch(MigrateProgress *p, const void *arg) {
         p->pages_gone += b->gone;
         p->hot_pages_moved += b->hot_moved;
         p->checks += b->checks;
+        p->move_calls += b->calls;
+        p->move_cpu_usec += b->move_cpu_usec;
         p->rounds++;
 }
 
@@ -183,14 +246,59 @@ static void set_moving(MigrateProgress *p, const void *arg) {
         p->state = MIGRATE_ENGINE_MOVING;
 }
 
+static void add_idle_cpu(MigrateProgress *p, const void *arg) {
+        p->idle_cpu_usec += *(const usec_t *) arg;
+}
+
 static void set_hot_local(MigrateProgress *p, const void *arg) {
         if (p->hot_local_usec == 0)
                 p->hot_local_usec = *(const usec_t *) arg;
 }
 
+static void remember_failed(MigrateEngine *e, pid_t pid, uint64_t vaddr) {
+        if (e->n_failed == e->failed_allocated) {
+                size_t k = MAX((size_t) 256, e->failed_allocated * 2);
+                struct FailedPage *a = reallocarray(e->failed, k, sizeof(struct FailedPage));
+                if (!a)
+                        return; /* then it is tried again in the next pass, no harm */
+                e->failed = a;
+                e->failed_allocated = k;
+        }
+        e->failed[e->n_failed++] = (struct FailedPage) { .pid = pid, .vaddr = vaddr };
+}
+
+static int failed_cmp(const void *a, const void *b) {
+        const struct FailedPage *x = a, *y = b;
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/*
+ * Leaves the pages that failed in an earlier pass out of a new scan: they failed for a reason
+ * that stays (shared with other processes, locked, hidden), and each pass would try them again
+ * and count them again. Returns how many were left out.
+ */
+static size_t drop_failed(MigrateEngine *e, MigrateScan *scan) {
+        size_t kept = 0, dropped;
+
+        if (e->n_failed == 0)
+                return 0;
+        qsort(e->failed, e->n_failed, sizeof(struct FailedPage), failed_cmp);
+        for (size_t i = 0; i < scan->n_pages; i++) {
+                struct FailedPage key = { .pid = scan->pids[scan->pages[i].proc], .vaddr = scan->pages[i].vaddr };
+                if (!bsearch(&key, e->failed, e->n_failed, sizeof(struct FailedPage), failed_cmp))
+                        scan->pages[kept++] = scan->pages[i];
+        }
+        dropped = scan->n_pages - kept;
+        scan->n_pages = kept;
+        return dropped;
+}
+
 /* Moves the batch's pages (indexes into scan) process by process. */
 static void move_batch(MigrateEngine *e, const MigrateScan *scan, const size_t *batch, size_t n, void **addrs,
                        int *nodes, int *status, const bool *hot, BatchResult *res) {
+        usec_t cpu0 = now(CLOCK_THREAD_CPUTIME_ID);
         size_t i = 0;
 
         while (i < n) {
@@ -203,6 +311,7 @@ static void move_batch(MigrateEngine *e, const MigrateScan *scan, const size_t *
                         status[k] = -EINPROGRESS;
                         k++;
                 }
+                res->calls++;
                 if (numa_move_pages(scan->pids[proc], k, addrs, nodes, status, MPOL_MF_MOVE) < 0 && errno == ESRCH)
                         for (size_t j = 0; j < k; j++)
                                 status[j] = -ESRCH;
@@ -215,15 +324,18 @@ static void move_batch(MigrateEngine *e, const MigrateScan *scan, const size_t *
                         } else if (st == -ESRCH || st == -EFAULT ||
                                    (st == -ENOENT && migrate_page_present(e->proc, scan->pids[proc], (uintptr_t) addrs[j]) <= 0))
                                 res->gone++;
-                        else
+                        else {
                                 /* -EBUSY, -EACCES (shared), -ENOMEM, a node it could not get, and
                                  * -ENOENT for a page still present: hidden behind a NUMA hinting
                                  * entry; the kernel moves what is left when the job narrows
                                  * cpuset.mems. */
                                 res->failed++;
+                                remember_failed(e, scan->pids[proc], (uintptr_t) addrs[j]);
+                        }
                 }
                 i += k;
         }
+        res->move_cpu_usec = now(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 }
 
 static int run_pass(MigrateEngine *e, const MigrateScan *scan, bool first_pass) {
@@ -240,12 +352,18 @@ static int run_pass(MigrateEngine *e, const MigrateScan *scan, bool first_pass) 
         bool first_round = true;
         int r;
 
-        if (migrate_policy_uses_referenced(policy) && !e->page_idle)
+        /* The referenced pages go first in the first pass; later passes only pick up pages that
+         * appeared meanwhile, and marking and watching them again would cost more than it gains. */
+        if (migrate_policy_uses_referenced(policy) && (!e->page_idle || !first_pass))
                 policy = MIGRATE_PERIODICAL;
         if (policy != MIGRATE_PERIODICAL) {
+                usec_t cpu0 = now(CLOCK_THREAD_CPUTIME_ID), d;
+
                 r = idle_map_init(&idle, e->page_idle, scan);
                 if (r < 0)
                         return r;
+                d = now(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+                update(e, add_idle_cpu, &d);
                 /* Let the workload show which pages it uses before the first walk: one interval,
                  * at least MIGRATE_OBSERVE_USEC (a pass over a large hot set takes a while). */
                 if (pause_or_cancel(e, MAX(e->config.interval_usec, (usec_t) MIGRATE_OBSERVE_USEC)))
@@ -263,9 +381,13 @@ static int run_pass(MigrateEngine *e, const MigrateScan *scan, bool first_pass) 
                 return -ENOMEM;
 
         if (policy != MIGRATE_PERIODICAL) {
+                usec_t cpu0 = now(CLOCK_THREAD_CPUTIME_ID), d;
+
                 r = idle_read(&idle, idle.now);
                 if (r < 0)
                         return r;
+                d = now(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+                update(e, add_idle_cpu, &d);
                 if (first_pass)
                         for (size_t i = 0; i < scan->n_pages; i++)
                                 hot_left += idle_referenced(i, &idle);
@@ -282,9 +404,13 @@ static int run_pass(MigrateEngine *e, const MigrateScan *scan, bool first_pass) 
                  * the paper measured for it. Mild reads them once, before its walk: O(N).
                  */
                 if (policy == MIGRATE_SEVERE && !first_round) {
+                        usec_t d;
+
                         r = idle_read(&idle, idle.now);
                         if (r < 0)
                                 return r;
+                        d = now(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+                        update(e, add_idle_cpu, &d);
                 }
                 first_round = false;
                 k = migrate_plan_next(plan, policy == MIGRATE_PERIODICAL ? NULL : idle_referenced, &idle, batch, &n_ref);
@@ -313,8 +439,16 @@ static int run_pass(MigrateEngine *e, const MigrateScan *scan, bool first_pass) 
         return 0;
 }
 
-static void add_total(MigrateProgress *p, const void *arg) {
-        p->pages_total += *(const size_t *) arg;
+static void add_scan(MigrateProgress *p, const void *arg) {
+        const MigrateScan *s = arg;
+
+        p->pages_total += s->n_pages;
+        p->pages_scanned += s->n_present;
+        p->passes++;
+}
+
+static void add_scan_cpu(MigrateProgress *p, const void *arg) {
+        p->scan_cpu_usec += *(const usec_t *) arg;
 }
 
 static void *engine_thread(void *userdata) {
@@ -327,6 +461,7 @@ static void *engine_thread(void *userdata) {
                 _cleanup_free_ pid_t *pids = NULL;
                 _cleanup_(migrate_scan_done) MigrateScan scan = {};
                 size_t n_pids = 0;
+                usec_t cpu0 = now(CLOCK_THREAD_CPUTIME_ID), d;
                 int r;
 
                 r = e->config.get_pids(e->config.get_pids_userdata, &pids, &n_pids);
@@ -334,14 +469,17 @@ static void *engine_thread(void *userdata) {
                         /* Hidden pages are tried in the first pass only: they stay hidden until
                          * the process touches them, and each pass would count them again. */
                         r = migrate_scan(e->proc, pids, n_pids, e->target, e->target_size, pass == 0, &scan);
+                d = now(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+                update(e, add_scan_cpu, &d);
                 if (r < 0) {
                         error = r;
                         final = MIGRATE_ENGINE_FAILED;
                         break;
                 }
+                (void) drop_failed(e, &scan);
+                update(e, add_scan, &scan);
                 if (scan.n_pages == 0)
                         break;
-                update(e, add_total, &scan.n_pages);
                 if (pass == 0)
                         update(e, set_moving, NULL);
                 r = run_pass(e, &scan, pass == 0);
@@ -471,6 +609,7 @@ MigrateEngine *migrate_engine_free(MigrateEngine *e) {
         free(e->target_list);
         free(e->proc);
         free(e->page_idle);
+        free(e->failed);
         free(e);
         return NULL;
 }

@@ -160,6 +160,7 @@ int migrate_scan(const char *proc, const pid_t *pids, size_t n_pids, const uint8
                         return r;
                 s.pids[s.n_pids++] = pids[i];
         }
+        s.n_present = s.n_pages;
         if (target && s.n_pages > 0) {
                 nodes = malloc(s.n_pages * sizeof(int));
                 if (!nodes)

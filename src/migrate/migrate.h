@@ -70,6 +70,13 @@ typedef struct MigrateProgress {
         uint64_t rounds;
         uint64_t checks;          /* referenced checks (the policies' overhead) */
         usec_t cpu_usec;          /* the engine thread's CPU time */
+        /* Where that CPU time went: */
+        usec_t scan_cpu_usec;     /*   maps, pagemap and the node query of every pass's scan */
+        usec_t idle_cpu_usec;     /*   marking frames idle and reading the bitmap back */
+        usec_t move_cpu_usec;     /*   move_pages(2) calls that move */
+        uint64_t move_calls;      /* move_pages(2) calls that move */
+        uint64_t passes;          /* scans of the slice's processes (see MIGRATE_PASSES_MAX) */
+        uint64_t pages_scanned;   /* present pages looked at by the scans, on the target nodes or not */
         usec_t started_usec;      /* CLOCK_MONOTONIC */
         usec_t finished_usec;     /* 0 until it finished */
         usec_t hot_local_usec;    /* when the last referenced page of the first pass was moved; 0 before */
@@ -101,6 +108,7 @@ typedef struct MigrateScan {
         size_t n_pids;
         MigratePage *pages;
         size_t n_pages;
+        size_t n_present; /* present pages read from pagemap, before leaving out those on a target node */
 } MigrateScan;
 
 /*
