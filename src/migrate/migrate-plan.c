@@ -170,6 +170,19 @@ uint64_t migrate_pace_interval_usec(uint64_t batch_cpu_usec, uint64_t interval_u
         return MAX(pause, interval_usec);
 }
 
+uint64_t migrate_pace_pause_usec(uint64_t job_cpu_usec, uint64_t elapsed_usec, uint64_t interval_usec,
+                                 unsigned budget_percent) {
+        uint64_t wall;
+
+        if (budget_percent == 0 || budget_percent >= 100)
+                return interval_usec;
+        if (job_cpu_usec > UINT64_MAX / 100)
+                return UINT64_MAX;
+        /* cpu / (elapsed + pause) ≤ b  ⇔  pause ≥ cpu · 100 / b − elapsed */
+        wall = (job_cpu_usec * 100 + budget_percent - 1) / budget_percent;
+        return MAX(wall > elapsed_usec ? wall - elapsed_usec : 0, interval_usec);
+}
+
 int migrate_tunables_validate(uint64_t batch_pages, uint64_t interval_usec, uint64_t budget_percent, char *ret_error,
                               size_t size) {
         if (batch_pages == 0 || batch_pages > MIGRATE_BATCH_PAGES_MAX) {

@@ -75,6 +75,17 @@ uint64_t migrate_plan_checks(const MigratePlan *p) _pure_;
  */
 uint64_t migrate_pace_interval_usec(uint64_t batch_cpu_usec, uint64_t interval_usec, unsigned budget_percent) _const_;
 
+/*
+ * The same over the whole job, which is what the budget is measured against: given the CPU time
+ * the job has taken so far and the wall time since it started, the pause before the next batch
+ * so that job CPU / (elapsed + pause) comes down to budget_percent. The CPU of scans and of idle
+ * page tracking and an overshoot of earlier pauses are made up for; time spent without CPU (the
+ * first watch of the referenced bits) is not lost. Never less than interval_usec; no budget: the
+ * interval.
+ */
+uint64_t migrate_pace_pause_usec(uint64_t job_cpu_usec, uint64_t elapsed_usec, uint64_t interval_usec,
+                                 unsigned budget_percent) _const_;
+
 /* Limits of the tunables (MigrationBatchPages=, MigrationIntervalSec=, MigrationCPUBudget=). */
 #define MIGRATE_BATCH_PAGES_DEFAULT 45000U         /* the paper's n: a tenth of what its host moved per second */
 #define MIGRATE_BATCH_PAGES_MAX (16U * 1024 * 1024) /* 64 GiB of 4 KiB pages in one call */

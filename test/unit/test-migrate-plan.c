@@ -273,6 +273,17 @@ START_TEST(test_pace) {
         /* 50 %: pause equal to the batch. */
         ck_assert_uint_eq(migrate_pace_interval_usec(300000, 1000, 50), 300000);
         ck_assert_uint_eq(migrate_pace_interval_usec(UINT64_MAX, 1000, 1), UINT64_MAX);
+
+        /* Over the job: no budget, the interval. */
+        ck_assert_uint_eq(migrate_pace_pause_usec(500000, 1000000, 100000, 0), 100000);
+        /* 10 %: 500 ms of CPU after 2 s needs 3 s more; after 6 s the interval is enough. */
+        ck_assert_uint_eq(migrate_pace_pause_usec(500000, 2000000, 100000, 10), 3000000);
+        ck_assert_uint_eq(migrate_pace_pause_usec(500000, 6000000, 100000, 10), 100000);
+        /* A watch without CPU is not lost: 100 ms of CPU after 1 s idle at 10 %: the interval. */
+        ck_assert_uint_eq(migrate_pace_pause_usec(100000, 1000000, 20000, 10), 20000);
+        /* 50 %: 1 s of CPU in 1.5 s: 0.5 s more. */
+        ck_assert_uint_eq(migrate_pace_pause_usec(1000000, 1500000, 1000, 50), 500000);
+        ck_assert_uint_eq(migrate_pace_pause_usec(UINT64_MAX, 0, 1000, 1), UINT64_MAX);
 }
 END_TEST
 
