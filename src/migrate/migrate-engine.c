@@ -431,9 +431,11 @@ static int run_pass(MigrateEngine *e, const MigrateScan *scan, bool first_pass) 
                 }
                 if (migrate_plan_remaining(plan) == 0)
                         break;
+                /* Paced over the whole job: the budget is about the job's CPU over its wall time. */
                 cpu1 = now(CLOCK_THREAD_CPUTIME_ID);
-                if (pause_or_cancel(e, migrate_pace_interval_usec(cpu1 - cpu0, e->config.interval_usec,
-                                                                  e->config.cpu_budget_percent)))
+                if (pause_or_cancel(e, migrate_pace_pause_usec(cpu1, now(CLOCK_MONOTONIC) - e->progress.started_usec,
+                                                               e->config.interval_usec,
+                                                               e->config.cpu_budget_percent)))
                         return 0;
         }
         return 0;
