@@ -14,8 +14,8 @@
 #               tonari's lazy job, N pages every INTERVAL ms
 # Prints raw lines the host script turns into tables and the plot:
 #
-#   LOC POLICY REP T_MS HOT_PCT ALL_PCT MAX_PASS_US         locality every 100 ms from the start
-#   SUM POLICY REP ELAPSED_MS HOT95_MS ALL95_MS OTHER_CPU_MS WORKER_CPU_MS NB_SHARE_BEFORE NB_SHARE_DURING NB_RATE_BEFORE NB_RATE_DURING STALL_MS BASE_STALL_MS
+#   LOC POLICY REP T_MS HOT_PCT ALL_PCT MAX_PASS_US N       locality every 100 ms from the start
+#   SUM POLICY REP ELAPSED_MS HOT95_MS ALL95_MS OTHER_CPU_MS WORKER_CPU_MS NB_SHARE_BEFORE NB_SHARE_DURING NB_RATE_BEFORE NB_RATE_DURING STALL_MS BASE_STALL_MS N BG_PER_S SCAN_MS IDLE_MS MOVE_MS MOVE_CALLS PASSES SCANNED PAGES_MOVED
 #
 # ELAPSED_MS the wall time of the migrate command (--wait), HOT95/ALL95 when 95 % of the hot half /
 # of all pages were on node 1 (-1: never while watched), OTHER_CPU_MS the CPU time every task of
@@ -25,13 +25,20 @@
 # worker thread from the job's journal entry (0 for eager), NB_SHARE_* the neighbour's share of
 # its CPU (per mille, schedstat) in the 2 s before and over the migration, NB_RATE_* its chunks
 # per second then (this one also drops when the host deschedules the VM's CPU), STALL/BASE_STALL
-# the longest pass over the hot set during the migration and in the 2 s before.
+# the longest pass over the hot set during the migration and in the 2 s before, N the pages per
+# round (0 for eager), BG_PER_S the CPU time per second every other task ran in the 2 s before (the
+# guest's background, to subtract from OTHER_CPU_MS over the migration's wall time), and, from the
+# job's journal entry, where the worker's CPU time went (scans, idle page tracking, move_pages(2)),
+# its move_pages calls, scan passes, pages scanned and pages moved (0 for eager).
+#
+# With --ns=N1,N2,... every policy but eager runs once per N and repetition (Fig 8: CPU vs n);
+# eager runs once per repetition.
 #
 # usage: numa-migrate-guest.sh --workload=PATH --neighbour=PATH [--mib=M] [--reps=R] [--n=N]
-#        [--interval-ms=T] [--policies=eager,periodical,severe,mild]
+#        [--interval-ms=T] [--policies=eager,periodical,severe,mild] [--ns=N1,N2,...] [--budget=PERCENT]
 set -eu
 
-WL='' NB='' MIB=64 REPS=3 N=1024 TMS=100 POLICIES=eager,periodical,severe,mild
+WL='' NB='' MIB=64 REPS=3 N=1024 NS='' TMS=100 POLICIES=eager,periodical,severe,mild BUDGET=0
 for a in "$@"; do
         case $a in
         --workload=*) WL=${a#*=} ;;
@@ -40,6 +47,8 @@ for a in "$@"; do
         --reps=*) REPS=${a#*=} ;;
         --n=*) N=${a#*=} ;;
         --interval-ms=*) TMS=${a#*=} ;;
+        --ns=*) NS=${a#*=} ;;
+        --budget=*) BUDGET=${a#*=} ;;
         --policies=*) POLICIES=${a#*=} ;;
         *) echo "numa-migrate-guest: unknown option '$a'" >&2; exit 2 ;;
         esac
@@ -49,9 +58,12 @@ done
 [[ $(numactl -H | awk '/^available:/ { print $2 }') == 2 ]] || { echo "numa-migrate-guest: the guest needs two NUMA nodes" >&2; exit 1; }
 [[ -e /sys/kernel/mm/page_idle/bitmap ]] || echo "numa-migrate-guest: WARNING: no idle page tracking, severe and mild act as periodical" >&2
 
-field() { # job id, field
-        journalctl -o verbose --output-fields="$2" "TONARI_JOB=$1" TONARI_REASON=memory-migration -q |
-                sed -n "s/^ *$2=//p" | tail -n1
+# The job's journal entry, NAME=VALUE lines (one journalctl: each costs seconds in the TCG guest).
+job_fields() { # job id
+        journalctl -o export "TONARI_JOB=$1" TONARI_REASON=memory-migration -q | grep -a '^TONARI_' | tail -n 40
+}
+field() { # fields, name
+        sed -n "s/^$2=//p" <<<"$1" | tail -n1
 }
 # CPU time in ms from the scheduler (sum_exec_runtime; /proc/stat's ticks miss time when the host
 # deschedules the TCG CPUs): of every task, and of one process's threads.
@@ -66,9 +78,10 @@ at95() {
         awk -v col="$2" -v t0="$3" '$1 ~ /^[0-9]+$/ && $1 >= t0 && $col >= 95 { print $1 - t0; exit }' "$1"
 }
 
-run() { # policy rep
-        local policy=$1 rep=$2 out=/var/tmp/bench-wl.out nbout=/var/tmp/bench-nb.out fifo=/var/tmp/bench-wl.fifo
-        local wl nb ta t0 t1 a0 a1 w0 w1 na n0 n1 job id worker_ms=0 elapsed hot95 all95 other nbs
+run() { # policy rep [n]
+        local policy=$1 rep=$2 N=${3:-$N} out=/var/tmp/bench-wl.out nbout=/var/tmp/bench-nb.out fifo=/var/tmp/bench-wl.fifo
+        local wl nb ta t0 t1 a0 a1 w0 w1 na n0 n1 ab wb f job id worker_ms=0 elapsed hot95 all95 other nbs
+        local detail='0 0 0 0 0 0 0'
         tonarictl slice create bench AllowedMemoryNodes=0 AllowedCPUs=1
         rm -f "$fifo" "$out" "$nbout"
         mkfifo "$fifo"
@@ -82,6 +95,8 @@ run() { # policy rep
         sleep 0.5
         ta=$("$NB" now)
         na=$(proc_cpu_ms "$nb")
+        ab=$(all_cpu_ms)
+        wb=$(proc_cpu_ms "$wl")
         sleep 2
         a0=$(all_cpu_ms)
         w0=$(proc_cpu_ms "$wl")
@@ -91,7 +106,7 @@ run() { # policy rep
                 tonarictl slice migrate bench 1 MemoryMigration=eager --wait >/var/tmp/bench-job.out
         else
                 tonarictl slice migrate bench 1 "MemoryMigration=$policy" "MigrationBatchPages=$N" \
-                        "MigrationIntervalSec=${TMS}ms" --wait >/var/tmp/bench-job.out
+                        "MigrationIntervalSec=${TMS}ms" "MigrationCPUBudget=$BUDGET%" --wait >/var/tmp/bench-job.out
         fi
         t1=$("$NB" now)
         n1=$(proc_cpu_ms "$nb")
@@ -102,7 +117,11 @@ run() { # policy rep
                 { echo "numa-migrate-guest: $policy: the job did not finish: $(cat /var/tmp/bench-job.out)" >&2; return 1; }
         if [[ $policy != eager ]]; then
                 id=${job##*/}
-                worker_ms=$(($(field "$id" TONARI_CPU_USEC) / 1000))
+                f=$(job_fields "$id")
+                worker_ms=$(($(field "$f" TONARI_CPU_USEC) / 1000))
+                detail="$(($(field "$f" TONARI_SCAN_CPU_USEC) / 1000)) $(($(field "$f" TONARI_IDLE_CPU_USEC) / 1000))"
+                detail+=" $(($(field "$f" TONARI_MOVE_CPU_USEC) / 1000)) $(field "$f" TONARI_MOVE_CALLS)"
+                detail+=" $(field "$f" TONARI_PASSES) $(field "$f" TONARI_PAGES_SCANNED) $(field "$f" TONARI_PAGES_MOVED)"
         fi
         sleep 1.5
         kill "$wl" "$nb"
@@ -110,7 +129,8 @@ run() { # policy rep
         elapsed=$((t1 - t0))
         other=$(((a1 - a0) - (w1 - w0) - (n1 - n0)))
         awk -v p="$policy" -v r="$rep" -v t0="$t0" \
-                '$1 ~ /^[0-9]+$/ && $1 >= t0 - 1000 { print "LOC", p, r, $1 - t0, $2, $3, $4 }' "$out"
+                -v n="$([[ $policy == eager ]] && echo 0 || echo "$N")" \
+                '$1 ~ /^[0-9]+$/ && $1 >= t0 - 1000 { print "LOC", p, r, $1 - t0, $2, $3, $4, n }' "$out"
         hot95=$(at95 "$out" 2 "$t0")
         all95=$(at95 "$out" 3 "$t0")
         # The neighbour's rate (chunks/s) in the 2 s before and over the migration.
@@ -121,14 +141,25 @@ run() { # policy rep
                 END { printf "%.0f %.0f", bt ? bc * 1000 / bt : 0, dtt ? dc * 1000 / dtt : 0 }' "$nbout")
         stall=$(awk -v t0="$t0" -v t1="$t1" '$1 ~ /^[0-9]+$/ && $1 > t0 && $1 <= t1 + 200 && $4 > m { m = $4 } END { printf "%.1f", m / 1000 }' "$out")
         base=$(awk -v t0="$t0" '$1 ~ /^[0-9]+$/ && $1 > t0 - 2000 && $1 <= t0 && $4 > m { m = $4 } END { printf "%.1f", m / 1000 }' "$out")
-        echo "SUM $policy $rep $elapsed ${hot95:--1} ${all95:--1} $other $worker_ms $(((n0 - na) * 1000 / (t0 - ta))) $(((n1 - n0) * 1000 / (elapsed > 0 ? elapsed : 1))) $nbs $stall $base"
+        # The background: every task but the workload and the neighbour, per second of the 2 s before.
+        bg=$((((a0 - ab) - (w0 - wb) - (n0 - na)) * 1000 / (t0 - ta)))
+        [[ $policy == eager ]] && N=0
+        echo "SUM $policy $rep $elapsed ${hot95:--1} ${all95:--1} $other $worker_ms $(((n0 - na) * 1000 / (t0 - ta))) $(((n1 - n0) * 1000 / (elapsed > 0 ? elapsed : 1))) $nbs $stall $base $N $bg $detail"
         tonarictl slice remove bench
 }
 
 IFS=, read -ra policies <<<"$POLICIES"
 # Each repetition starts with the next policy, so that a drift of the host's load spreads over all.
+IFS=, read -ra ns <<<"${NS:-$N}"
 for rep in $(seq "$REPS"); do
         for ((k = 0; k < ${#policies[@]}; k++)); do
-                run "${policies[$(((k + rep - 1) % ${#policies[@]}))]}" "$rep"
+                p=${policies[$(((k + rep - 1) % ${#policies[@]}))]}
+                if [[ $p == eager ]]; then
+                        run eager "$rep"
+                        continue
+                fi
+                for n in "${ns[@]}"; do
+                        run "$p" "$rep" "$n"
+                done
         done
 done
