@@ -33,8 +33,9 @@
 /* Threads of one mount's session at most: a read that waits for the relay holds one, lookups must not
  * wait behind a few of those. */
 #define MOUNT_MAX_THREADS 16
-/* How long a stop waits for the session to end after unmounting before it aborts the connection. */
-#define STOP_WAIT_USEC (2 * USEC_PER_SEC)
+/* After aborting the connection (no forwarder): what a thread still does fails at once, but for a
+ * thread waiting for the relay. */
+#define STOP_ABORT_WAIT_USEC (200 * USEC_PER_MSEC)
 /* Entries asked of the relay per ReadDir in no-ToC mode: about what a 4 KiB readdir buffer holds. */
 #define READDIR_BATCH 64U
 /* Open files are found by their number in a table of this many chains. */
@@ -64,6 +65,8 @@ struct ImagefsMount {
         struct fuse_session *session;
         pthread_t thread;
         bool thread_started;
+        bool stopping;  /* the session was told to end */
+        bool abandoned; /* a stop gave up waiting for its threads: nothing of it may be freed */
         int notify_fd;
         dev_t dev;
         bool running; /* atomic */
@@ -977,31 +980,57 @@ static void abort_connection(ImagefsMount *m) {
         safe_close(fd);
 }
 
-void imagefs_mount_stop(ImagefsMount *m) {
-        struct timespec deadline;
-
-        if (!m->session)
+void imagefs_mount_stop_begin(ImagefsMount *m) {
+        if (!m->session || !m->thread_started || m->stopping)
                 return;
+        m->stopping = true;
+        fuse_session_exit(m->session);
+        if (m->forwarder)
+                /* Every thread's read ends; the mount and what it was asked stay with the forwarder, which
+                 * sees the connection end and keeps every request this process has not answered (an
+                 * answer a thread sends from now on fails, and the next worker gets the request again). */
+                (void) shutdown(m->channel_fd, SHUT_RDWR);
+        else if (imagefs_mount_running(m))
+                fuse_session_unmount(m->session);
+}
+
+static int join_until(ImagefsMount *m, usec_t deadline_usec) {
+        struct timespec ts = {
+                .tv_sec = (time_t) (deadline_usec / USEC_PER_SEC),
+                .tv_nsec = (long) (deadline_usec % USEC_PER_SEC * NSEC_PER_USEC),
+        };
+
+        return -pthread_timedjoin_np(m->thread, NULL, &ts);
+}
+
+int imagefs_mount_stop_finish(ImagefsMount *m, usec_t deadline_usec) {
+        if (!m->session)
+                return 0;
+        if (m->abandoned)
+                return -ETIMEDOUT;
         if (m->thread_started) {
-                fuse_session_exit(m->session);
-                if (m->forwarder)
-                        /* Every thread's read ends; the mount and what it was asked stay with the forwarder. */
-                        (void) shutdown(m->channel_fd, SHUT_RDWR);
-                else if (imagefs_mount_running(m))
-                        fuse_session_unmount(m->session);
-                clock_gettime(CLOCK_REALTIME, &deadline);
-                deadline.tv_sec += STOP_WAIT_USEC / USEC_PER_SEC;
-                if (m->forwarder)
-                        /* A thread may wait for the relay (ReadTimeoutSec= at most); the connection is the
-                         * forwarder's, and aborting it would end the mount for every reader. */
-                        pthread_join(m->thread, NULL);
-                else if (pthread_timedjoin_np(m->thread, NULL, &deadline) != 0) {
+                int r;
+
+                imagefs_mount_stop_begin(m);
+                r = join_until(m, deadline_usec);
+                if (r == -ETIMEDOUT && !m->forwarder) {
                         /* Without fusectl (systemd mounts it at boot) nothing can end a connection that
-                         * an overlay still uses: then this waits until the overlay is unmounted. */
+                         * an overlay still uses. */
                         log_warning("Mount %s is still in use, aborting its connection.", m->mountpoint);
                         abort_connection(m);
-                        pthread_join(m->thread, NULL);
+                        r = join_until(m, now(CLOCK_REALTIME) + STOP_ABORT_WAIT_USEC);
                 }
+                if (r == -ETIMEDOUT) {
+                        /* A thread still works on a request: it waits for the relay (up to
+                         * ReadTimeoutSec=) or for a fetch another thread does. Its answer is of no use
+                         * any more (with a forwarder the next worker gets the request again; without
+                         * one the connection is gone), so the process must not wait for it: the
+                         * session, and whatever it uses, are left as they are until the process exits. */
+                        m->abandoned = true;
+                        return r;
+                }
+                if (r < 0)
+                        return r;
                 m->thread_started = false;
         }
         if (!m->forwarder)
@@ -1009,6 +1038,17 @@ void imagefs_mount_stop(ImagefsMount *m) {
         fuse_session_destroy(m->session);
         m->session = NULL;
         m->channel_fd = -EBADF;
+        m->stopping = false;
+        return 0;
+}
+
+int imagefs_mount_stop(ImagefsMount *m) {
+        /* A stop for good (an unmount): bounded for the process's sake as well. */
+        return imagefs_mount_stop_finish(m, now(CLOCK_REALTIME) + IMAGEFS_STOP_WAIT_USEC);
+}
+
+bool imagefs_mount_abandoned(const ImagefsMount *m) {
+        return m->abandoned;
 }
 
 void imagefs_mount_unmount(ImagefsMount *m) {
@@ -1021,7 +1061,12 @@ void imagefs_mount_unmount(ImagefsMount *m) {
 ImagefsMount *imagefs_mount_free(ImagefsMount *m) {
         if (!m)
                 return NULL;
-        imagefs_mount_stop(m);
+        if (imagefs_mount_stop(m) == -ETIMEDOUT) {
+                /* Its threads still use it, its ToC, and the caller's relay and cache: the process is
+                 * about to exit (imagefs_mount_stop_finish()). */
+                log_debug("Leaving mount %s to its busy threads.", m->mountpoint);
+                return NULL;
+        }
         /* Its thread reads the ToC. */
         imagefs_prefetch_free(m->prefetch);
         for (size_t i = 0; i < HANDLE_BUCKETS; i++)

@@ -23,6 +23,14 @@
 
 typedef struct ImagefsMount ImagefsMount;
 
+/* How long a stop waits for the session's threads to finish what they do (after unmounting, or after
+ * ending the connection to the forwarder) before it aborts the connection (without a forwarder) or
+ * leaves them (with one). A request answered from the ToC or the cache takes microseconds; only one
+ * that waits for the relay (up to ReadTimeoutSec=, 30 s by default) takes longer, and waiting for it
+ * would make a restart as slow as a stalled relay. Well under systemd's stop timeouts, restarts
+ * included. */
+#define IMAGEFS_STOP_WAIT_USEC (1 * USEC_PER_SEC)
+
 typedef struct ImagefsCounters {
         uint64_t metadata_round_trips; /* calls to the relay for metadata (0 in ToC mode) */
         uint64_t content_round_trips;  /* Read calls */
@@ -50,10 +58,21 @@ int imagefs_mount_new(const ImagefsMountConfig *config, Toc *toc, ImagefsRelay *
  * writes to notify_fd (an eventfd) and imagefs_mount_running() turns false. */
 int imagefs_mount_start(ImagefsMount *m, int notify_fd);
 bool imagefs_mount_running(ImagefsMount *m);
-/* Unmounts (if still mounted) and waits for the session's threads. A mount still in use (an overlay on
- * it) is detached; its connection is aborted if requests keep it alive. With a forwarder, only ends
- * this process's session: the mount stays, and what it is asked waits for the next worker to attach. */
-void imagefs_mount_stop(ImagefsMount *m);
+/* Unmounts (if still mounted) and waits for the session's threads, a bounded time. A mount still in
+ * use (an overlay on it) is detached; its connection is aborted if requests keep it alive. With a
+ * forwarder, only ends this process's session: the mount stays, and what it is asked (including what
+ * this process had read but not answered) waits for the next worker to attach.
+ *
+ * In two halves, so that a process with many mounts waits once for all of them: _begin() tells the
+ * session to end and returns; _finish() waits for its threads until deadline_usec (CLOCK_REALTIME).
+ * A thread still busy then (waiting for the relay) is not waited for: -ETIMEDOUT, and the mount is
+ * abandoned -- imagefs_mount_free() frees nothing of it, and the relay and cache it was given must
+ * stay too, until the process exits (with _exit(): its threads still run). imagefs_mount_stop() is
+ * both halves with the default wait. */
+void imagefs_mount_stop_begin(ImagefsMount *m);
+int imagefs_mount_stop_finish(ImagefsMount *m, usec_t deadline_usec);
+int imagefs_mount_stop(ImagefsMount *m);
+bool imagefs_mount_abandoned(const ImagefsMount *m) _pure_;
 /* Unmounts for good, with a forwarder too, then stops. */
 void imagefs_mount_unmount(ImagefsMount *m);
 ImagefsMount *imagefs_mount_free(ImagefsMount *m);

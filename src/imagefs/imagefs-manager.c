@@ -76,6 +76,9 @@ struct ImagefsManager {
 
         ImageMount *images;
         size_t n_images;
+
+        /* Mounts whose stop gave up on a busy thread: they, the relays and the cache stay allocated. */
+        size_t n_abandoned;
 };
 
 static bool is_mount_root(const char *path);
@@ -141,7 +144,9 @@ static void remove_mount(ImagefsManager *m, size_t i, bool unmount) {
         if (unmount)
                 imagefs_mount_unmount(m->mounts[i]);
         else
-                imagefs_mount_stop(m->mounts[i]);
+                (void) imagefs_mount_stop(m->mounts[i]);
+        if (imagefs_mount_abandoned(m->mounts[i]))
+                m->n_abandoned++;
         log_struct(LOG_INFO, LOG_MESSAGE("Unmounted %s: %s", imagefs_mount_path(m->mounts[i]), line),
                    "TONARI_LAYER=%s", imagefs_mount_layer(m->mounts[i]));
         imagefs_mount_free(m->mounts[i]);
@@ -287,10 +292,12 @@ ImagefsManager *imagefs_manager_free(ImagefsManager *m) {
         while (m->n_mounts > 0)
                 remove_mount(m, m->n_mounts - 1, false);
         free(m->mounts);
-        for (size_t i = 0; i < m->n_relays; i++)
-                imagefs_relay_free(m->relays[i]);
-        free(m->relays);
-        imagefs_cache_free(m->cache);
+        if (m->n_abandoned == 0) {
+                for (size_t i = 0; i < m->n_relays; i++)
+                        imagefs_relay_free(m->relays[i]);
+                free(m->relays);
+                imagefs_cache_free(m->cache);
+        }
         sd_event_source_unref(m->notify_source);
         safe_close(m->notify_fd);
         sd_event_unref(m->event);
@@ -458,15 +465,33 @@ int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *q) {
 }
 
 int imagefs_manager_run(ImagefsManager *m) {
+        usec_t deadline;
         int r;
 
         (void) sd_notify(false, "READY=1");
         r = sd_event_loop(m->event);
         (void) sd_notify(false, "STOPPING=1");
         (void) imagefs_manager_write_stats(m);
+        /* Every session told to end first, then one wait for all of them: the stop takes as long as one
+         * mount's, however many there are. */
+        for (size_t i = 0; i < m->n_mounts; i++)
+                imagefs_mount_stop_begin(m->mounts[i]);
+        deadline = now(CLOCK_REALTIME) + IMAGEFS_STOP_WAIT_USEC;
+        for (size_t i = 0; i < m->n_mounts; i++)
+                if (imagefs_mount_stop_finish(m->mounts[i], deadline) == -ETIMEDOUT)
+                        log_struct(LOG_WARNING,
+                                   LOG_MESSAGE("A request on %s is still being answered, not waiting for it%s.",
+                                               imagefs_mount_path(m->mounts[i]),
+                                               m->forwarder ? ": the forwarder passes it to the next worker"
+                                                            : ""),
+                                   "TONARI_LAYER=%s", imagefs_mount_layer(m->mounts[i]));
         while (m->n_mounts > 0)
                 remove_mount(m, m->n_mounts - 1, false);
         return r;
+}
+
+bool imagefs_manager_threads_left(const ImagefsManager *m) {
+        return m->n_abandoned > 0;
 }
 
 /* Daemon mode: images. */

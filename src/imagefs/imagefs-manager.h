@@ -54,8 +54,12 @@ static inline void imagefs_manager_freep(ImagefsManager **m) {
 
 /* Loads the layer's ToC (ToC mode), verifies it, mounts. Logs its errors. */
 int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *request);
-/* Until SIGTERM/SIGINT, or until no mount is left (all unmounted from outside); then unmounts all. */
+/* Until SIGTERM/SIGINT, or until no mount is left (all unmounted from outside); then unmounts all (with
+ * a forwarder: ends its sessions, the mounts stay), waiting IMAGEFS_STOP_WAIT_USEC at most. */
 int imagefs_manager_run(ImagefsManager *m);
+/* Whether a stop left threads busy (imagefs_mount_stop_finish()): the process must end with _exit(),
+ * since those threads still use what exit() would tear down. */
+bool imagefs_manager_threads_left(const ImagefsManager *m) _pure_;
 /* The counters of every mount, one line each, to the stats file (atomically) and the log. */
 int imagefs_manager_write_stats(ImagefsManager *m);
 

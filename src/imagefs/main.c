@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -227,6 +228,18 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
+/* The loop, then the end of the process: with a thread still answering a request that no one waits for
+ * any more (imagefs_manager_threads_left()), nothing may be torn down under it. */
+static int run_manager(ImagefsManager *m) {
+        int r = imagefs_manager_run(m);
+
+        if (imagefs_manager_threads_left(m)) {
+                fflush(stdout);
+                _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+        }
+        return r;
+}
+
 static int do_introspect(const char *path) {
         _cleanup_free_ char *xml = NULL;
         int r;
@@ -319,7 +332,7 @@ static int run_service(void) {
                 return r;
         log_info("tonari-imagefs %s serving %s, relay %s, cache %s.", PACKAGE_VERSION, IMAGEFS_BUS_NAME, c.relay,
                  c.cache_directory);
-        return imagefs_manager_run(m);
+        return run_manager(m);
 }
 
 static int run(int argc, char *argv[]) {
@@ -362,7 +375,7 @@ static int run(int argc, char *argv[]) {
                 if (r < 0)
                         return r;
         }
-        return imagefs_manager_run(m);
+        return run_manager(m);
 }
 
 int main(int argc, char *argv[]) {

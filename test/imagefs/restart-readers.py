@@ -88,8 +88,10 @@ def reader(n, want, held_path, q):
                                 if same is False:
                                         errors.append("pread %s: bytes differ" % held_path)
                         files += 1
-                        with open(os.path.join(progress, b"%d" % n), "w") as f:
+                        # Replaced, never rewritten in place: a watcher must not read it empty.
+                        with open(os.path.join(progress, b"%d.tmp" % n), "w") as f:
                                 f.write("%d %d\n" % (passes, files))
+                        os.rename(os.path.join(progress, b"%d.tmp" % n), os.path.join(progress, b"%d" % n))
                         if os.path.exists(stopfile):
                                 break
                 passes += 1
