@@ -371,3 +371,32 @@ unsigned index_list_count(const uint8_t *mask, size_t size) {
                 n += (unsigned) __builtin_popcount(mask[i]);
         return n;
 }
+
+int parse_kernel_release(const char *s, unsigned *ret_major, unsigned *ret_minor) {
+        unsigned v[2] = {};
+        const char *p = s;
+
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < 2; i++) {
+                size_t n = strspn(p, "0123456789");
+                char buf[11];
+
+                if (n == 0 || n >= sizeof(buf))
+                        return n == 0 ? -EINVAL : -ERANGE;
+                memcpy(buf, p, n);
+                buf[n] = 0;
+                if (safe_atou(buf, &v[i]) < 0)
+                        return -ERANGE;
+                p += n;
+                if (i == 0) {
+                        if (*p != '.')
+                                return -EINVAL;
+                        p++;
+                } else if (*p != 0 && !strchr(".-+_", *p))
+                        return -EINVAL;
+        }
+        *ret_major = v[0];
+        *ret_minor = v[1];
+        return 0;
+}

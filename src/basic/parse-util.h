@@ -48,3 +48,7 @@ int parse_index_list(const char *s, unsigned max_index, uint8_t **ret_mask, size
 char *format_index_list(const uint8_t *mask, size_t size);
 /* Number of indexes set in a mask. */
 unsigned index_list_count(const uint8_t *mask, size_t size) _pure_;
+
+/* The major and minor number of a kernel release as uname(2) gives it ("6.1.0-27-amd64", "6.18.0"):
+ * the rest after the second number is the distribution's, and ignored. */
+int parse_kernel_release(const char *s, unsigned *ret_major, unsigned *ret_minor);

@@ -192,7 +192,7 @@ static int property_get_features(sd_bus *bus, const char *path, const char *inte
                 const char *detail;
                 bool available;
 
-                imagefs_feature_detect(f, &available, &detail);
+                imagefs_feature_detect(userdata, f, &available, &detail);
                 r = sd_bus_message_append(reply, "(sbs)", imagefs_feature_to_string(f), available, strempty(detail));
                 if (r < 0)
                         return r;

@@ -31,6 +31,7 @@
 #include "fileio.h"
 #include "imagefs-bus.h"
 #include "imagefs-cache.h"
+#include "imagefs-conf.h"
 #include "imagefs-fuse.h"
 #include "imagefs-manager.h"
 #include "imagefs-prefetch.h"
@@ -38,6 +39,7 @@
 #include "imagefs-toc.h"
 #include "log.h"
 #include "mkdir.h"
+#include "parse-util.h"
 #include "path-util.h"
 #include "string-util.h"
 
@@ -1107,18 +1109,70 @@ static const char *const feature_table[_IMAGEFS_FEATURE_MAX] = {
         [IMAGEFS_FEATURE_FUSE] = "fuse",
         [IMAGEFS_FEATURE_OVERLAYFS] = "overlayfs",
         [IMAGEFS_FEATURE_FDSTORE] = "fdstore",
+        [IMAGEFS_FEATURE_FORWARDER] = "forwarder",
+        [IMAGEFS_FEATURE_RESEND] = "resend",
 };
 
 const char *imagefs_feature_to_string(ImagefsFeature f) {
         return f >= 0 && f < _IMAGEFS_FEATURE_MAX ? feature_table[f] : NULL;
 }
 
-void imagefs_feature_detect(ImagefsFeature f, bool *ret_available, const char **ret_detail) {
+void imagefs_feature_describe(ImagefsFeature f, const char *forwarder, bool forwarder_runs, const char *release,
+                              bool *ret_available, const char **ret_detail) {
+        unsigned major, minor;
+        bool resend;
+
+        switch (f) {
+        case IMAGEFS_FEATURE_FORWARDER:
+                *ret_available = forwarder;
+                if (forwarder)
+                        *ret_detail = "in use: mounts and the requests in flight survive a restart or kill of "
+                                      "tonari-imagefs (on every kernel)";
+                else if (forwarder_runs)
+                        *ret_detail = "tonari-imagefs-fd runs but is not used (Forwarder=): a restart of "
+                                      "tonari-imagefs ends its mounts and fails the requests in flight";
+                else
+                        *ret_detail = "not available (tonari-imagefs-fd does not run): a restart of "
+                                      "tonari-imagefs ends its mounts and fails the requests in flight";
+                return;
+        case IMAGEFS_FEATURE_RESEND:
+                resend = parse_kernel_release(release, &major, &minor) >= 0 &&
+                         (major > 6 || (major == 6 && minor >= 9));
+                *ret_available = resend;
+                if (resend)
+                        *ret_detail = forwarder ? "the kernel resends requests in flight: they survive a "
+                                                  "restart of tonari-imagefs-fd too"
+                                                : "the kernel resends requests in flight, but only a "
+                                                  "forwarder keeps the mounts over a restart";
+                else
+                        *ret_detail = forwarder ? "kernel before 6.9: requests tonari-imagefs-fd holds when it "
+                                                  "restarts are lost (their callers hang): restart it idle"
+                                                : "kernel before 6.9, no forwarder: requests in flight at a "
+                                                  "restart of tonari-imagefs are lost";
+                return;
+        default:
+                *ret_available = false;
+                *ret_detail = NULL;
+        }
+}
+
+void imagefs_feature_detect(const ImagefsManager *m, ImagefsFeature f, bool *ret_available, const char **ret_detail) {
         _cleanup_free_ char *filesystems = NULL;
         struct utsname u;
         bool module = false;
+        struct stat st;
 
         switch (f) {
+        case IMAGEFS_FEATURE_FORWARDER:
+        case IMAGEFS_FEATURE_RESEND: {
+                _cleanup_free_ char *dir = strdup(IMAGEFS_FORWARDER_AUTO_SOCKET);
+
+                if (dir)
+                        *strrchr(dir, '/') = 0;
+                imagefs_feature_describe(f, m->forwarder, dir && stat(dir, &st) >= 0 && S_ISDIR(st.st_mode),
+                                         uname(&u) >= 0 ? u.release : NULL, ret_available, ret_detail);
+                return;
+        }
         case IMAGEFS_FEATURE_FUSE:
                 *ret_available = access("/dev/fuse", R_OK | W_OK) >= 0;
                 *ret_detail = *ret_available ? "/dev/fuse" : "no usable /dev/fuse: no layer can be mounted";

@@ -128,8 +128,14 @@ typedef enum ImagefsFeature {
         IMAGEFS_FEATURE_FUSE,
         IMAGEFS_FEATURE_OVERLAYFS,
         IMAGEFS_FEATURE_FDSTORE,
+        IMAGEFS_FEATURE_FORWARDER, /* this process mounts through tonari-imagefs-fd */
+        IMAGEFS_FEATURE_RESEND,    /* the kernel resends requests in flight (FUSE_NOTIFY_RESEND, 6.9) */
         _IMAGEFS_FEATURE_MAX,
 } ImagefsFeature;
 const char *imagefs_feature_to_string(ImagefsFeature f) _const_;
-/* detail: a static string. */
-void imagefs_feature_detect(ImagefsFeature f, bool *ret_available, const char **ret_detail);
+/* detail: a static string, saying for the forwarder and resend what a reader is promised. */
+void imagefs_feature_detect(const ImagefsManager *m, ImagefsFeature f, bool *ret_available, const char **ret_detail);
+/* The pure part of the forwarder and resend features: forwarder the socket in use (NULL: none),
+ * forwarder_runs whether tonari-imagefs-fd's runtime directory exists, release uname(2)'s. */
+void imagefs_feature_describe(ImagefsFeature f, const char *forwarder, bool forwarder_runs, const char *release,
+                              bool *ret_available, const char **ret_detail);

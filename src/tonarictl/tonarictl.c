@@ -187,8 +187,7 @@ static uint64_t json_get_uint64(json_object *o, const char *key) {
         return json_object_object_get_ex(o, key, &v) ? json_object_get_uint64(v) : 0;
 }
 
-/* Features arrive as a(sbs); in JSON they read better as objects. */
-static int features_to_objects(json_object *status) {
+int features_to_objects(json_object *status) {
         json_object *features, *list;
 
         if (!json_object_object_get_ex(status, "Features", &features) ||
@@ -216,10 +215,9 @@ static int features_to_objects(json_object *status) {
 }
 
 static int print_status_human(json_object *s) {
-        _cleanup_(table_freep) Table *t = NULL;
         char since[FORMAT_TIMESTAMP_MAX], ago[FORMAT_TIMESPAN_MAX], cpu[FORMAT_TIMESPAN_MAX],
                 mem[FORMAT_BYTES_MAX];
-        json_object *files, *features;
+        json_object *files;
         size_t n_files;
         usec_t uptime;
 
@@ -246,7 +244,14 @@ static int print_status_human(json_object *s) {
                 printf("%s%s\n", i == 0 ? "     Config: " : "             ",
                        json_object_get_string(json_object_array_get_idx(files, i)));
 
-        if (!json_object_object_get_ex(s, "Features", &features))
+        return print_features(s);
+}
+
+int print_features(json_object *status) {
+        _cleanup_(table_freep) Table *t = NULL;
+        json_object *features;
+
+        if (!json_object_object_get_ex(status, "Features", &features))
                 return 0;
         t = table_new(3, "FEATURE", "AVAILABLE", "DETAIL");
         if (!t)
@@ -498,6 +503,8 @@ static void help(void) {
                "  image unmount TARGET...\n"
                "                         Unmount images (root only)\n"
                "  image mounts           List the mounted images and their counters\n"
+               "  image status           Show tonari-imagefs's settings, the host's features and\n"
+               "                         what a restart of it keeps (the forwarder, the kernel)\n"
                "\n"
                "Assignments (systemd.resource-control(5) syntax; an empty value resets):\n"
                "  CPUWeight=1..10000  CPUQuota=N%%  CPUQuotaPeriodSec=TIME  IOWeight=1..10000\n"

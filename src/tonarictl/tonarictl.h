@@ -75,6 +75,11 @@ int report_bus_error(const char *what, const sd_bus_error *error, int r);
 int connect_bus(sd_bus **ret);
 /* Prints j to stdout as --json= asks. */
 int print_json(json_object *j);
+/* A status's "Features" a(sbs), as a daemon's Features property has it, into objects (name,
+ * available, detail): JSON reads better so. */
+int features_to_objects(json_object *status);
+/* Its "Features" (after features_to_objects()) as a table, after an empty line. */
+int print_features(json_object *status);
 /* A method call that must not start tonarid through D-Bus activation (auto-start off). */
 int call_read_only(sd_bus *bus, const char *path, const char *interface, const char *member,
                    sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...);

@@ -414,8 +414,9 @@ int verb_image(int argc, char *argv[]) {
                 { "mount", " IMAGE TARGET", 2, 2, image_mount },
                 { "unmount", " TARGET...", 1, ARGS_ANY, image_unmount },
                 { "mounts", "", 0, 0, image_mounts },
+                { "status", "", 0, 0, image_status },
         };
 
-        return dispatch_subverb(verbs, ELEMENTSOF(verbs), "pull, list, show, remove, gc, toc, mount, unmount or mounts",
+        return dispatch_subverb(verbs, ELEMENTSOF(verbs), "pull, list, show, remove, gc, toc, mount, unmount, mounts or status",
                                 image_list, argc, argv);
 }

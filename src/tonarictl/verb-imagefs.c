@@ -6,6 +6,7 @@
 
 #include "alloc-util.h"
 #include "bus-errors.h"
+#include "bus-json.h"
 #include "bus-util.h"
 #include "format-util.h"
 #include "log.h"
@@ -198,10 +199,68 @@ int image_mounts(int argc, char *argv[]) {
         return r < 0 ? log_oom() : 0;
 }
 
+static const char *get_string(json_object *o, const char *key) {
+        json_object *v;
+
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
+}
+
+static uint64_t get_uint64(json_object *o, const char *key) {
+        json_object *v;
+
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_uint64(v) : 0;
+}
+
+int image_status(int argc, char *argv[]) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_json_ json_object *status = NULL;
+        char used[FORMAT_BYTES_MAX], max[FORMAT_BYTES_MAX], timeout[FORMAT_TIMESPAN_MAX];
+        uint64_t max_bytes;
+        int r;
+
+        r = connect_bus(&bus);
+        if (r < 0)
+                return r;
+        /* Reading must not start the daemon through D-Bus activation. */
+        r = sd_bus_message_new_method_call(bus, &call, IMAGEFS_BUS_NAME, IMAGEFS_PATH,
+                                           "org.freedesktop.DBus.Properties", "GetAll");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "s", IMAGEFS_INTERFACE);
+        if (r >= 0)
+                r = sd_bus_message_set_auto_start(call, false);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the call: %m");
+        r = sd_bus_call(bus, call, 0, &error, &reply);
+        if (r < 0)
+                return report("get the status of tonari-imagefs", &error, r);
+        r = bus_message_read_json(reply, &status);
+        if (r < 0)
+                return log_parse_error("GetAll", r);
+        r = features_to_objects(status);
+        if (r < 0)
+                return log_oom();
+        if (arg_json != JSON_OFF)
+                return print_json(status);
+
+        max_bytes = get_uint64(status, "CacheMaxBytes");
+        printf("tonari-imagefs %s\n", strna(get_string(status, "Version")));
+        printf("       Relay: %s\n", strna(get_string(status, "Relay")));
+        printf("       Cache: %s (%s of %s)\n", strna(get_string(status, "CacheDirectory")),
+               format_bytes(used, sizeof(used), get_uint64(status, "CacheBytes")),
+               max_bytes == 0 ? "no bound" : format_bytes(max, sizeof(max), max_bytes));
+        printf("Read timeout: %s\n",
+               format_timespan(timeout, sizeof(timeout), get_uint64(status, "ReadTimeoutUSec"), USEC_PER_MSEC));
+        r = print_features(status);
+        return r < 0 ? log_oom() : 0;
+}
+
 static const SubVerb imagefs_verbs[] = {
         { "mount", " IMAGE TARGET", 2, 2, image_mount },
         { "unmount", " TARGET...", 1, ARGS_ANY, image_unmount },
         { "mounts", "", 0, 0, image_mounts },
+        { "status", "", 0, 0, image_status },
 };
 
 bool verb_imagefs_handles(int argc, char *argv[]) {
@@ -214,6 +273,6 @@ bool verb_imagefs_handles(int argc, char *argv[]) {
 }
 
 int verb_imagefs(int argc, char *argv[]) {
-        return dispatch_subverb(imagefs_verbs, ELEMENTSOF(imagefs_verbs), "mount, unmount or mounts", NULL, argc,
+        return dispatch_subverb(imagefs_verbs, ELEMENTSOF(imagefs_verbs), "mount, unmount, mounts or status", NULL, argc,
                                 argv);
 }

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 
 /*
- * 'tonarictl image mount | unmount | mounts': tonari-imagefs's org.tonari.ImageFS1 over D-Bus. In
+ * 'tonarictl image mount | unmount | mounts | status': tonari-imagefs's org.tonari.ImageFS1 over D-Bus. In
  * every tonarictl (no gRPC needed); tonarictl-relay's 'image' group has them too. argv[0] is
  * "image". Returns 0 or a negative errno.
  */
@@ -15,3 +15,4 @@ int verb_imagefs(int argc, char *argv[]);
 int image_mount(int argc, char *argv[]);
 int image_unmount(int argc, char *argv[]);
 int image_mounts(int argc, char *argv[]);
+int image_status(int argc, char *argv[]);

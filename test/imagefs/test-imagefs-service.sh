@@ -350,6 +350,41 @@ testcase_corrupt_toc() {
 # it runs): killed with SIGKILL and stopped with SIGTERM under readers, it takes every image over again
 # from its state file (the same layer mounts, the overlays as they were, ListMounts as before), and
 # the readers see no error.
+# feature NAME: "AVAILABLE DETAIL" of a feature, from 'tonarictl image status --json'.
+feature() {
+        ctl --json=short image status | python3 -c '
+import json, sys
+for f in json.load(sys.stdin)["Features"]:
+    if f["name"] == sys.argv[1]:
+        print(f["available"], f["detail"])' "$1"
+}
+# The kernel resends requests in flight from 6.9 on (FUSE_NOTIFY_RESEND).
+kernel_resends() {
+        local v
+        v=$(uname -r | cut -d- -f1)
+        ((${v%%.*} > 6 || (${v%%.*} == 6 && $(echo "$v" | cut -d. -f2) >= 9)))
+}
+
+# Features says whether a restart keeps the mounts and the requests in flight: here without a
+# forwarder (Forwarder=no), so it does not.
+testcase_features() {
+        local out
+        out=$(ctl image status)
+        echo "$out"
+        assert_match "Relay: $RELAY_ADDRESS" "$out"
+        assert_match "Read timeout: 2s" "$out"
+        assert_match "^forwarder +no +(not available|tonari-imagefs-fd runs but is not used).*a restart of tonari-imagefs ends its mounts and fails the requests in flight" \
+                "$(grep "^forwarder " <<<"$out")"
+        assert_match "^False " "$(feature forwarder)"
+        if kernel_resends; then
+                assert_match "^True the kernel resends requests in flight, but only a forwarder keeps the mounts" "$(feature resend)"
+        else
+                assert_match "^False kernel before 6.9, no forwarder" "$(feature resend)"
+        fi
+        assert_eq "fuse overlayfs fdstore forwarder resend" \
+                "$(ctl --json=short image status | python3 -c 'import json, sys; print(" ".join(f["name"] for f in json.load(sys.stdin)["Features"]))')"
+}
+
 testcase_restart_takes_mounts_over() {
         local ro t upper work i out
         ro=$(target takeover-ro)
@@ -367,6 +402,16 @@ testcase_restart_takes_mounts_over() {
         done
         IMAGEFS_ARGS=(--forwarder="$WORK/fd.sock")
         start_imagefs
+        # Through the forwarder: Features promises that requests in flight survive, and this proves it.
+        assert_match "^True in use: mounts and the requests in flight survive a restart or kill of tonari-imagefs" \
+                "$(feature forwarder)"
+        if kernel_resends; then
+                assert_match "^True the kernel resends requests in flight: they survive a restart of tonari-imagefs-fd too" \
+                        "$(feature resend)"
+        else
+                assert_match "^False kernel before 6.9: requests tonari-imagefs-fd holds when it restarts are lost" \
+                        "$(feature resend)"
+        fi
         call MountImage ssa{sv} test "$ro" 0
         ctl image mount --upper="$upper" --work="$work" test "$t"
         echo written >"$t/etc/written"

@@ -175,5 +175,28 @@ START_TEST(test_index_list) {
 }
 END_TEST
 
-TEST_SUITE("parse-util", test_safe_atou64, test_safe_atou32_atoi, test_parse_boolean, test_parse_size,
+START_TEST(test_parse_kernel_release) {
+        unsigned major = 99, minor = 99;
+
+        ck_assert_int_eq(parse_kernel_release("6.1.0-27-amd64", &major, &minor), 0);
+        ck_assert_uint_eq(major, 6);
+        ck_assert_uint_eq(minor, 1);
+        ck_assert_int_eq(parse_kernel_release("6.18", &major, &minor), 0);
+        ck_assert_uint_eq(minor, 18);
+        ck_assert_int_eq(parse_kernel_release("6.9-rc1", &major, &minor), 0);
+        ck_assert_uint_eq(minor, 9);
+        ck_assert_int_eq(parse_kernel_release("5.10+deb11", &major, &minor), 0);
+        ck_assert_uint_eq(major, 5);
+        ck_assert_uint_eq(minor, 10);
+        ck_assert_int_eq(parse_kernel_release("99999999999.1", &major, &minor), -ERANGE);
+        ck_assert_int_eq(parse_kernel_release("4294967296.1", &major, &minor), -ERANGE);
+        const char *bad[] = { "", "6", "6.", ".1", "6.x", "6.1x", "v6.1", " 6.1", "6,1" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ck_assert_msg(parse_kernel_release(bad[i], &major, &minor) == -EINVAL, "'%s' accepted", bad[i]);
+        ck_assert_uint_eq(major, 5); /* untouched on failure */
+        ck_assert_int_eq(parse_kernel_release(NULL, &major, &minor), -EINVAL);
+}
+END_TEST
+
+TEST_SUITE("parse-util", test_parse_kernel_release, test_safe_atou64, test_safe_atou32_atoi, test_parse_boolean, test_parse_size,
            test_parse_percent, test_parse_permyriad, test_index_list)
