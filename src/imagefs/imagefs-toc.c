@@ -38,6 +38,7 @@ int imagefs_toc_node(const Toc *t, uint64_t entry, ImagefsNode *ret) {
                 .rdev_major = e.rdev_major,
                 .rdev_minor = e.rdev_minor,
                 .opaque = e.type == TOC_TYPE_DIRECTORY && (e.flags & TOC_FLAG_OPAQUE),
+                .implied = e.type == TOC_TYPE_DIRECTORY && (e.flags & TOC_FLAG_IMPLIED),
                 .has_digest = e.type == TOC_TYPE_REGULAR && e.digest,
         };
         if (ret->has_digest)

@@ -34,6 +34,7 @@ typedef struct ImagefsNode {
         uint32_t mtime_nsec;
         uint32_t rdev_major, rdev_minor;
         bool opaque;
+        bool implied; /* a directory of made-up attributes (TOC_FLAG_IMPLIED): a stack takes the lower one's */
         bool has_digest;
         Digest digest;          /* regular files */
 } ImagefsNode;

@@ -34,6 +34,7 @@ struct Toc {
         uint64_t strings_size;
         const uint8_t *extra;
         uint64_t extra_size;
+        uint32_t known_flags; /* TOC_FLAG_* of the ToC's minor version */
 };
 
 /* [off, off + len) within [0, size), without overflow. */
@@ -131,6 +132,8 @@ static int validate(Toc *t) {
                 return -EBADMSG;
         if (toc_get16(h + TOC_OFF_MAJOR) != TOC_VERSION_MAJOR)
                 return -EPROTONOSUPPORT;
+        /* The flags an entry may have are those of its minor version (1.0: opaque only). */
+        t->known_flags = toc_get16(h + TOC_OFF_MINOR) >= 1 ? TOC_FLAG_OPAQUE | TOC_FLAG_IMPLIED : TOC_FLAG_OPAQUE;
 
         {
                 Digest sum;
@@ -168,7 +171,8 @@ static int validate(Toc *t) {
                 read_entry_raw(t, i, &e);
                 if (!e.name || !e.target)
                         return -EBADMSG;
-                if (e.type < TOC_TYPE_REGULAR || e.type >= _TOC_TYPE_MAX || (e.flags & ~TOC_FLAG_OPAQUE) ||
+                if (e.type < TOC_TYPE_REGULAR || e.type >= _TOC_TYPE_MAX || (e.flags & ~t->known_flags) ||
+                    ((e.flags & TOC_FLAG_IMPLIED) && e.type != TOC_TYPE_DIRECTORY) ||
                     e.mode > 07777 || e.parent >= t->n_entries || e.link >= t->n_entries)
                         return -EBADMSG;
 
@@ -613,6 +617,8 @@ static int dump_json(const Toc *t, FILE *f) {
                         json_object_object_add(o, "link_inode", json_object_new_int64((int64_t) e.link));
                 if (e.flags & TOC_FLAG_OPAQUE)
                         json_object_object_add(o, "opaque", json_object_new_boolean(true));
+                if (e.flags & TOC_FLAG_IMPLIED)
+                        json_object_object_add(o, "implied", json_object_new_boolean(true));
                 if (e.type == TOC_TYPE_SYMLINK)
                         json_object_object_add(o, "target", json_object_new_string_len(e.target, (int) e.target_len));
                 if (e.type == TOC_TYPE_CHAR || e.type == TOC_TYPE_BLOCK) {
@@ -689,6 +695,8 @@ int toc_dump(const Toc *t, FILE *f, bool json) {
                         fputs(" (whiteout)", f);
                 if (e.flags & TOC_FLAG_OPAQUE)
                         fputs(" (opaque)", f);
+                if (e.flags & TOC_FLAG_IMPLIED)
+                        fputs(" (implied)", f);
                 if (e.type == TOC_TYPE_REGULAR && e.link == i) {
                         _cleanup_free_ char *d = hex(e.digest, DIGEST_SIZE);
 

@@ -198,6 +198,8 @@ int toc_writer_new(uint32_t chunk_size, TocWriter **ret) {
                 free(w);
                 return -ENOMEM;
         }
+        /* Until the layer has a "./" entry. */
+        w->root->flags |= TOC_FLAG_IMPLIED;
         *ret = w;
         return 0;
 }
@@ -242,6 +244,7 @@ static int walk(TocWriter *w, const char *path, Node **ret) {
                         c = node_new(w, d, name);
                         if (!c)
                                 return -ENOMEM;
+                        c->flags |= TOC_FLAG_IMPLIED;
                         r = node_attach(w, c);
                         if (r < 0) {
                                 node_free_tree(c);
@@ -355,6 +358,7 @@ int toc_writer_add(TocWriter *w, const TocEntrySpec *s) {
                         return -EINVAL;
                 n = w->root;
                 node_clear_payload(n);
+                n->flags &= ~TOC_FLAG_IMPLIED;
                 return set_payload(w, n, s);
         }
         if (!name_ok(s->name) || strlen(s->parent) + 1 + strlen(s->name) > TOC_PATH_MAX)
@@ -365,8 +369,10 @@ int toc_writer_add(TocWriter *w, const TocEntrySpec *s) {
 
         n = hash_find(w, parent, s->name);
         if (n && n->type == TOC_TYPE_DIRECTORY && s->type == TOC_TYPE_DIRECTORY) {
-                /* A directory again: new attributes, same children, opaque stays. */
+                /* A directory again (or at last, after being implied): new attributes, same children,
+                 * opaque stays. */
                 node_clear_payload(n);
+                n->flags &= ~TOC_FLAG_IMPLIED;
                 return set_payload(w, n, s);
         }
         if (n)

@@ -15,7 +15,8 @@
  *   extra    content digests with their chunk digests, xattr records and values
  *
  * Whiteouts are entries of type TOC_TYPE_WHITEOUT; an OCI opaque marker is the flag
- * TOC_FLAG_OPAQUE on its directory. A ToC never contains ".wh." names.
+ * TOC_FLAG_OPAQUE on its directory; a directory present only through deeper names has
+ * TOC_FLAG_IMPLIED. A ToC never contains ".wh." names.
  */
 
 #include <stdbool.h>
@@ -26,7 +27,9 @@
 
 #define TOC_MAGIC "TONARTOC"
 #define TOC_VERSION_MAJOR 1
-#define TOC_VERSION_MINOR 0
+/* 1.1 added TOC_FLAG_IMPLIED. Readers load every 1.x they know the flags of; a 1.0 reader refuses a
+ * ToC that sets the new flag (it checks flags), and reads one that does not as before. */
+#define TOC_VERSION_MINOR 1
 /* A FUSE read of a large file fetches and verifies pieces of this size. */
 #define TOC_CHUNK_SIZE_DEFAULT (1U * 1024U * 1024U)
 #define TOC_CHUNK_SIZE_MIN 4096U
@@ -52,6 +55,10 @@ typedef enum TocType {
 } TocType;
 
 #define TOC_FLAG_OPAQUE (1U << 0)
+/* A directory the layer has no entry of, only names below it (a tar with "a/b/c" and no "a/"): its
+ * attributes are the writer's (0755, root, time 0), not the layer's. Whoever stacks layers takes the
+ * lower layer's directory instead, as unpacking the layer over it would keep that one. Since 1.1. */
+#define TOC_FLAG_IMPLIED (1U << 1)
 
 const char *toc_type_to_string(TocType t) _const_;
 

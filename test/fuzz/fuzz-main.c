@@ -66,6 +66,39 @@ static int write_seed(const char *dir, const char *name, TocWriter *w) {
         return toc_writer_finish_fd(w, fd, NULL, NULL);
 }
 
+/* A layer as real ones are (ToC 1.1): a "./" entry, directories named by the archive beside ones
+ * only implied by deeper names (one of them opaque), UTF-8 names, a hard link, a symlink, a
+ * whiteout. */
+static int write_seed_implied(const char *dir) {
+        _cleanup_(toc_writer_freep) TocWriter *w = NULL;
+        int r;
+
+        r = toc_writer_new(TOC_CHUNK_SIZE_MIN, &w);
+        if (r < 0)
+                return r;
+        TocEntrySpec specs[] = {
+                { .parent = "", .name = "", .type = TOC_TYPE_DIRECTORY, .mode = 0755, .mtime_sec = 1700000000 },
+                { .parent = "usr/share/ca-certificates/mozilla", .name = "NetLock_Arany_=Class_Gold=_Főtanúsítvány.crt",
+                  .type = TOC_TYPE_REGULAR, .mode = 0644, .size = 1391 },
+                { .parent = "usr/share", .name = "ca-certificates", .type = TOC_TYPE_DIRECTORY, .mode = 0755,
+                  .uid = 0, .gid = 0, .mtime_sec = 1700000001 },
+                { .parent = "etc/ssl/certs", .name = "NetLock_Arany.pem", .type = TOC_TYPE_SYMLINK, .mode = 0777,
+                  .link_target = "/usr/share/ca-certificates/mozilla/NetLock_Arany_=Class_Gold=_Főtanúsítvány.crt" },
+                { .parent = "usr/lib/日本語", .name = "同じ", .type = TOC_TYPE_HARDLINK,
+                  .link_target = "usr/share/ca-certificates/mozilla/NetLock_Arany_=Class_Gold=_Főtanúsítvány.crt" },
+                { .parent = "var/cache/apt", .name = "pkgcache.bin", .type = TOC_TYPE_WHITEOUT },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(specs); i++) {
+                r = toc_writer_add(w, &specs[i]);
+                if (r < 0)
+                        return r;
+        }
+        r = toc_writer_set_opaque(w, "var/lib/dpkg");
+        if (r < 0)
+                return r;
+        return write_seed(dir, "seed-implied.toc", w);
+}
+
 static int write_seeds(const char *dir) {
         static const uint8_t value[] = { 0, 1, 2, 3 };
         TocXattr x = { .name = "user.seed", .value = value, .size = sizeof(value) };
@@ -102,7 +135,7 @@ static int write_seeds(const char *dir) {
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return write_seed_implied(dir);
 }
 
 int main(int argc, char *argv[]) {

@@ -149,7 +149,7 @@ START_TEST(test_round_trip) {
         ck_assert_int_eq(toc_get(t, resolve(t, "etc/gone"), &e), 0);
         ck_assert_int_eq(e.type, TOC_TYPE_WHITEOUT);
         ck_assert_int_eq(toc_get(t, resolve(t, "var/lib"), &e), 0);
-        ck_assert_uint_eq(e.flags, TOC_FLAG_OPAQUE);
+        ck_assert_uint_eq(e.flags, TOC_FLAG_OPAQUE | TOC_FLAG_IMPLIED); /* only named through var/lib/.wh..wh..opq */
         ck_assert_int_eq(toc_get(t, resolve(t, long_name), &e), 0);
         ck_assert_uint_eq(e.name_len, TOC_NAME_MAX);
 
@@ -392,6 +392,90 @@ static int count_contents(const Digest *d, void *userdata) {
         return 0;
 }
 
+/* Directories a layer names only through deeper paths are marked implied (1.1), and lose the mark
+ * when the layer has their entry after all; a 1.0 ToC still loads, but not with the 1.1 flag. */
+START_TEST(test_implied) {
+        _cleanup_(toc_writer_freep) TocWriter *w = NULL;
+        _cleanup_toc_ Toc *t = NULL;
+        _cleanup_free_ uint8_t *buf = NULL;
+        TocEntry e;
+        size_t size;
+        uint64_t ino;
+
+        ck_assert_int_eq(toc_writer_new(TOC_CHUNK_SIZE_DEFAULT, &w), 0);
+        /* No "./": the root too. Names as real images have them: UTF-8, a hard link, a symlink, a
+         * whiteout and an opaque directory below implied ones. */
+        add_file(w, "usr/share/doc/bäckerei", "Főtanúsítvány.crt", 10, 1);
+        add(w, "usr/share", "doc", TOC_TYPE_DIRECTORY, 0750); /* after its child: no longer implied */
+        TocEntrySpec l = { .parent = "usr/lib/日本語", .name = "link", .type = TOC_TYPE_HARDLINK,
+                           .link_target = "usr/share/doc/bäckerei/Főtanúsítvány.crt" };
+        ck_assert_int_eq(toc_writer_add(w, &l), 0);
+        TocEntrySpec sl = { .parent = "etc/alternatives", .name = "awk", .type = TOC_TYPE_SYMLINK,
+                            .link_target = "/usr/bin/mawk", .mode = 0777 };
+        ck_assert_int_eq(toc_writer_add(w, &sl), 0);
+        add(w, "var/cache", "gone", TOC_TYPE_WHITEOUT, 0);
+        ck_assert_int_eq(toc_writer_set_opaque(w, "opt/empty"), 0);
+        add(w, "", "etc", TOC_TYPE_DIRECTORY, 0755);
+        finish(w, (void **) &buf, &size);
+        ck_assert_int_eq(toc_open_buffer(buf, size, &t), 0);
+
+        const char *implied[] = { "", "usr", "usr/share", "usr/share/doc/bäckerei", "usr/lib", "usr/lib/日本語",
+                                  "etc/alternatives", "var", "var/cache", "opt", "opt/empty" };
+        for (size_t i = 0; i < ELEMENTSOF(implied); i++) {
+                ck_assert_int_eq(toc_get(t, resolve(t, implied[i]), &e), 0);
+                ck_assert_msg(e.flags & TOC_FLAG_IMPLIED, "'%s' not implied", implied[i]);
+                ck_assert_uint_eq(e.mode, 0755);
+                ck_assert_uint_eq(e.uid, 0);
+                ck_assert_int_eq(e.mtime_sec, 0);
+        }
+        ck_assert_int_eq(toc_get(t, resolve(t, "opt/empty"), &e), 0);
+        ck_assert_uint_eq(e.flags, TOC_FLAG_IMPLIED | TOC_FLAG_OPAQUE);
+        const char *explicit[] = { "usr/share/doc", "etc", "usr/share/doc/bäckerei/Főtanúsítvány.crt",
+                                   "usr/lib/日本語/link", "etc/alternatives/awk", "var/cache/gone" };
+        for (size_t i = 0; i < ELEMENTSOF(explicit); i++) {
+                ck_assert_int_eq(toc_get(t, resolve(t, explicit[i]), &e), 0);
+                ck_assert_msg(!(e.flags & TOC_FLAG_IMPLIED), "'%s' implied", explicit[i]);
+        }
+        ck_assert_int_eq(toc_get(t, resolve(t, "usr/share/doc"), &e), 0);
+        ck_assert_uint_eq(e.mode, 0750);
+        ck_assert_uint_eq(toc_get16(buf + TOC_OFF_MINOR), 1);
+        t = toc_free(t);
+
+        /* The same bytes as a 1.0 ToC: the flag was not defined then, so it is corruption. */
+        toc_put16(buf + TOC_OFF_MINOR, 0);
+        rechecksum(buf, size);
+        ck_assert_int_eq(toc_open_buffer(buf, size, &t), -EBADMSG);
+        /* A later minor knows it. */
+        toc_put16(buf + TOC_OFF_MINOR, 2);
+        rechecksum(buf, size);
+        ck_assert_int_eq(toc_open_buffer(buf, size, &t), 0);
+        t = toc_free(t);
+        buf = mfree(buf);
+        w = toc_writer_free(w);
+
+        /* A 1.0 ToC (no implied entries: the layer names every directory) loads as before. */
+        ck_assert_int_eq(toc_writer_new(TOC_CHUNK_SIZE_DEFAULT, &w), 0);
+        add(w, "", "", TOC_TYPE_DIRECTORY, 0700);
+        add(w, "", "etc", TOC_TYPE_DIRECTORY, 0755);
+        add_file(w, "etc", "hostname", 5, 2);
+        finish(w, (void **) &buf, &size);
+        toc_put16(buf + TOC_OFF_MINOR, 0);
+        rechecksum(buf, size);
+        ck_assert_int_eq(toc_open_buffer(buf, size, &t), 0);
+        ck_assert_int_eq(toc_get(t, 0, &e), 0);
+        ck_assert_uint_eq(e.flags, 0);
+        ck_assert_uint_eq(e.mode, 0700);
+        ck_assert_int_eq(toc_resolve(t, "etc/hostname", &ino), 0);
+        t = toc_free(t);
+
+        /* Implied is for directories only. */
+        toc_put16(buf + TOC_OFF_MINOR, 1);
+        buf[toc_get64(buf + TOC_OFF_ENTRIES) + ino * toc_get32(buf + TOC_OFF_ENTRY_SIZE) + TOC_E_FLAGS] |= TOC_FLAG_IMPLIED;
+        rechecksum(buf, size);
+        ck_assert_int_eq(toc_open_buffer(buf, size, &t), -EBADMSG);
+}
+END_TEST
+
 START_TEST(test_file_and_contents) {
         _cleanup_(toc_writer_freep) TocWriter *w = NULL;
         _cleanup_free_ char *path = strjoin(test_tmpdir(), "/toc");
@@ -549,5 +633,5 @@ START_TEST(test_lookup_rate) {
 }
 END_TEST
 
-TEST_SUITE("toc", test_round_trip, test_replacement_rules, test_bad_input, test_corrupt_input, test_file_and_contents,
+TEST_SUITE("toc", test_round_trip, test_replacement_rules, test_implied, test_bad_input, test_corrupt_input, test_file_and_contents,
            test_damage_after_open, test_lookup_rate)

@@ -10,7 +10,8 @@
 #   tocs: the layer chain as tonari stores it: the JSON dumps of the layers' ToCs
 #         ("tonarictl image toc --json"), bottom layer first, merged the way overlayfs merges
 #         lower directories (whiteouts hide names below, an opaque directory hides everything
-#         below it, an upper name replaces a lower one).
+#         below it, an upper name replaces a lower one, but for a directory the upper layer only
+#         implies: the lower one stays, as unpacking keeps it).
 # Each line has path, type, mode (octal, with setuid/setgid/sticky), uid, gid; regular files their
 # size and sha256, symlinks their target, devices their major/minor; non-directories their mtime;
 # every entry its xattrs (hex values); names of one inode carry the sorted list of all its names.
@@ -73,6 +74,11 @@ def from_tocs(paths):
                                         del view[lower]
                                 continue
                         replaced = view.get(path)
+                        # A directory the layer only implies (tonari-toc(5)): unpacking the layer keeps
+                        # the lower one and its attributes.
+                        if replaced and e.get("implied") and e["type"] == "directory" and \
+                                        replaced[1]["type"] == "directory":
+                                continue
                         # A non-directory replaces a lower directory with all below it.
                         if replaced and (e["type"] != "directory" or replaced[1]["type"] != "directory"):
                                 for lower in [q for q in view if q.startswith(path + "/")]:
