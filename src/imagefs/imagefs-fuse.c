@@ -50,6 +50,7 @@ struct ImagefsMount {
         char *mountpoint;
         usec_t timeout_usec;
         Toc *toc;
+        Toc *lower_dirs; /* the attributes of implied directories, from the layers below (or NULL) */
         ImagefsRelay *relay;
         ImagefsCache *cache;
 
@@ -118,6 +119,34 @@ static int relay_errno(ImagefsMount *m, int r, const char *what, uint64_t entry,
         return io_error(m, r, what, entry, relay_error);
 }
 
+/* The ToC the xattrs and attributes of an entry come from: an implied directory's lower one's, if any. */
+static const Toc *toc_of(ImagefsMount *m, uint64_t *entry) {
+        uint64_t lower;
+
+        if (m->lower_dirs && imagefs_lower_dir_of(m->lower_dirs, *entry, &lower) >= 0) {
+                *entry = lower;
+                return m->lower_dirs;
+        }
+        return m->toc;
+}
+
+/* A node of the ToC, an implied directory with its lower one's attributes (tonari-toc(5)). */
+static int toc_node(ImagefsMount *m, uint64_t entry, ImagefsNode *ret) {
+        ImagefsNode l;
+        uint64_t lower = entry;
+        int r;
+
+        r = imagefs_toc_node(m->toc, entry, ret);
+        if (r < 0 || !ret->implied || toc_of(m, &lower) == m->toc || imagefs_toc_node(m->lower_dirs, lower, &l) < 0)
+                return r;
+        ret->mode = l.mode;
+        ret->uid = l.uid;
+        ret->gid = l.gid;
+        ret->mtime_sec = l.mtime_sec;
+        ret->mtime_nsec = l.mtime_nsec;
+        return 0;
+}
+
 static int node_of(ImagefsMount *m, fuse_ino_t ino, ImagefsNode *ret) {
         _cleanup_free_ char *err = NULL;
         uint64_t entry;
@@ -127,7 +156,7 @@ static int node_of(ImagefsMount *m, fuse_ino_t ino, ImagefsNode *ret) {
         if (r < 0)
                 return ENOENT;
         if (m->toc) {
-                r = imagefs_toc_node(m->toc, entry, ret);
+                r = toc_node(m, entry, ret);
                 if (r == -ENOENT)
                         return ENOENT;
                 return r < 0 ? io_error(m, r, "getattr", entry, NULL) : 0;
@@ -189,7 +218,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
                         return;
                 }
                 if (r >= 0)
-                        r = imagefs_toc_node(m->toc, child, &node);
+                        r = toc_node(m, child, &node);
                 if (r < 0) {
                         fuse_reply_err(req, io_error(m, r, "lookup", dir, NULL));
                         return;
@@ -564,7 +593,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 
                         r = toc_child(m->toc, &d, (uint32_t) i, &c);
                         if (r >= 0)
-                                r = imagefs_toc_node(m->toc, c.ino, &node);
+                                r = toc_node(m, c.ino, &node);
                         if (r < 0) {
                                 fuse_reply_err(req, io_error(m, r, "readdir", dir, NULL));
                                 return;
@@ -616,7 +645,10 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
         if (!entry_of_request(req, ino, &entry))
                 return;
         if (m->toc) {
-                r = imagefs_toc_getxattr(m->toc, entry, name, &value, &len);
+                uint64_t e = entry;
+                const Toc *t = toc_of(m, &e);
+
+                r = imagefs_toc_getxattr(t, e, name, &value, &len);
                 if (r == -ENODATA || r == -ENOENT) {
                         fuse_reply_err(req, -r);
                         return;
@@ -677,8 +709,12 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
                         return;
                 }
         }
-        if (m->toc)
-                r = imagefs_toc_listxattr(m->toc, entry, buf, size, &len);
+        if (m->toc) {
+                uint64_t e = entry;
+                const Toc *t = toc_of(m, &e);
+
+                r = imagefs_toc_listxattr(t, e, buf, size, &len);
+        }
         else {
                 _cleanup_strv_free_ char **names = NULL;
                 _cleanup_free_ size_t *lens = NULL;
@@ -1078,6 +1114,7 @@ ImagefsMount *imagefs_mount_free(ImagefsMount *m) {
                 }
         pthread_mutex_destroy(&m->handles_lock);
         toc_free(m->toc);
+        toc_free(m->lower_dirs);
         free(m->forwarder);
         free(m->layer);
         free(m->mountpoint);
@@ -1099,6 +1136,15 @@ bool imagefs_mount_has_toc(const ImagefsMount *m) {
 void imagefs_mount_set_toc_load(ImagefsMount *m, uint64_t bytes, usec_t load_usec) {
         m->counters.toc_bytes = bytes;
         m->counters.toc_load_usec = load_usec;
+}
+
+void imagefs_mount_set_lower_dirs(ImagefsMount *m, Toc *lower_dirs) {
+        toc_free(m->lower_dirs);
+        m->lower_dirs = lower_dirs;
+}
+
+const Toc *imagefs_mount_toc(const ImagefsMount *m) {
+        return m->toc;
 }
 
 void imagefs_mount_set_prefetch(ImagefsMount *m, ImagefsPrefetch *p) {

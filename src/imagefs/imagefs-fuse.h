@@ -81,6 +81,11 @@ const char *imagefs_mount_layer(const ImagefsMount *m) _pure_;
 const char *imagefs_mount_path(const ImagefsMount *m) _pure_;
 bool imagefs_mount_has_toc(const ImagefsMount *m) _pure_;
 void imagefs_mount_set_toc_load(ImagefsMount *m, uint64_t bytes, usec_t load_usec);
+/* Before imagefs_mount_start(): the attributes its implied directories take from the layers below
+ * (imagefs_lower_dirs_new()), taken over; NULL: none. */
+void imagefs_mount_set_lower_dirs(ImagefsMount *m, Toc *lower_dirs);
+/* The layer's ToC; NULL in no-ToC mode. */
+const Toc *imagefs_mount_toc(const ImagefsMount *m) _pure_;
 /* Before imagefs_mount_start(): the mount takes p, tells it the files opened and lets reads wait for
  * its stream; p is freed with the mount. */
 void imagefs_mount_set_prefetch(ImagefsMount *m, ImagefsPrefetch *p);

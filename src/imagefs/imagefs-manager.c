@@ -417,6 +417,17 @@ static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMou
                 return -ENOMEM;
         }
         imagefs_mount_set_toc_load(mount, toc_bytes, load_usec);
+        if (toc && q->n_lowers > 0) {
+                Toc *lower_dirs = NULL;
+
+                r = imagefs_lower_dirs_new(toc, q->lowers, q->n_lowers, &lower_dirs);
+                if (r < 0) {
+                        imagefs_mount_free(mount);
+                        return set_error_message(ret_message, r, "Failed to resolve the implied directories of layer %s: %s",
+                                                 q->layer, strerror(-r));
+                }
+                imagefs_mount_set_lower_dirs(mount, lower_dirs);
+        }
         if (toc && (q->prefetch_list || q->record_opened)) {
                 r = imagefs_prefetch_new(&(ImagefsPrefetchConfig) {
                                                  .layer = q->layer,
@@ -456,9 +467,20 @@ static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMou
 
 int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *q) {
         _cleanup_free_ char *message = NULL;
+        _cleanup_free_ const Toc **lowers = NULL;
+        ImagefsMountRequest s = *q;
         int r;
 
-        r = add_mount(m, q, NULL, &message);
+        if (q->stacked && q->use_toc && m->n_mounts > 0) {
+                lowers = new(const Toc *, m->n_mounts);
+                if (!lowers)
+                        return log_oom();
+                for (size_t i = 0; i < m->n_mounts; i++)
+                        lowers[i] = imagefs_mount_toc(m->mounts[m->n_mounts - 1 - i]); /* the nearest first */
+                s.lowers = lowers;
+                s.n_lowers = m->n_mounts;
+        }
+        r = add_mount(m, &s, NULL, &message);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
@@ -550,27 +572,46 @@ static bool is_mount_root(const char *path) {
                (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 }
 
-/* The mount of layer diff_id (shared with the images that have it), mounted now if it is not yet. */
-static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, bool use_toc, bool adopt, ImagefsMount **ret,
-                     ImagefsError *e) {
+/* The mount of layer diff_id on the layers lower (bottom first, n_lower of them), shared with the images
+ * that have the same layers below it: the mount is named by the chain's digest (OCI's ChainID, the
+ * layer's diff_id for a bottom layer), since its implied directories take their attributes from the
+ * layers below. Mounted now if it is not yet. */
+static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, ImagefsMount *const *lower, size_t n_lower,
+                     const Digest *chain, bool use_toc, bool adopt, ImagefsMount **ret, ImagefsError *e) {
         _cleanup_free_ char *dir = NULL, *message = NULL;
+        _cleanup_free_ const Toc **lowers = NULL;
         char layer[DIGEST_STRING_MAX], hex[DIGEST_HEX_LEN + 1];
         struct stat st;
         int r;
 
         digest_to_string(&l->diff_id, layer);
+        /* 16 hex digits: short enough for overlayfs's option page to hold ~90 layers' paths; a prefix two
+         * layers share is refused below (the mount point is in use). */
+        digest_to_hex(chain, hex);
+        if (asprintf(&dir, "%s/layers/%.16s%s", m->mount_directory, hex, use_toc ? "" : "-notoc") < 0)
+                return -ENOMEM;
+        if (adopt && n_lower > 0 && !is_mount_root(dir)) {
+                /* A predecessor that named layer mounts by diff_id alone: taken over under that name. */
+                _cleanup_free_ char *old = NULL;
+
+                digest_to_hex(&l->diff_id, hex);
+                if (asprintf(&old, "%s/layers/%.16s%s", m->mount_directory, hex, use_toc ? "" : "-notoc") < 0)
+                        return -ENOMEM;
+                if (is_mount_root(old))
+                        free_and_replace(dir, old);
+        }
         for (size_t i = 0; i < m->n_mounts; i++)
-                if (streq(imagefs_mount_layer(m->mounts[i]), layer) && imagefs_mount_running(m->mounts[i]) &&
-                    imagefs_mount_has_toc(m->mounts[i]) == use_toc) {
+                if (streq(imagefs_mount_path(m->mounts[i]), dir) && imagefs_mount_running(m->mounts[i])) {
                         *ret = m->mounts[i];
                         return 0;
                 }
-
-        /* 16 hex digits: short enough for overlayfs's option page to hold ~90 layers' paths; a prefix two
-         * layers share is refused below (the mount point is in use). */
-        digest_to_hex(&l->diff_id, hex);
-        if (asprintf(&dir, "%s/layers/%.16s%s", m->mount_directory, hex, use_toc ? "" : "-notoc") < 0)
-                return -ENOMEM;
+        if (use_toc && n_lower > 0) {
+                lowers = new(const Toc *, n_lower);
+                if (!lowers)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n_lower; i++)
+                        lowers[i] = imagefs_mount_toc(lower[n_lower - 1 - i]); /* the nearest first */
+        }
         /* A layer mount a killed daemon left behind cannot be stat()ed (ENOTCONN): detach it. */
         if (!adopt && stat(dir, &st) < 0 && errno == ENOTCONN)
                 (void) umount2(dir, MNT_DETACH);
@@ -594,6 +635,8 @@ static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, bool use_toc
                 .mountpoint = dir,
                 .use_toc = use_toc,
                 .toc_digest = l->has_toc_digest ? &l->toc_digest : NULL,
+                .lowers = lowers,
+                .n_lowers = lowers ? n_lower : 0,
         }, ret, &message);
         if (r == -ENOMEM)
                 return r;
@@ -607,6 +650,20 @@ static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, bool use_toc
                             r, "%s", message ?: strerror(-r));
         }
         return 0;
+}
+
+/* OCI's ChainID: the bottom layer's diff_id, then sha256("CHAIN DIFF_ID") up the stack. */
+static int layer_chain(Digest *chain, const Digest *diff_id, bool bottom) {
+        char text[2 * DIGEST_STRING_MAX + 1], a[DIGEST_STRING_MAX], b[DIGEST_STRING_MAX];
+
+        if (bottom) {
+                *chain = *diff_id;
+                return 0;
+        }
+        digest_to_string(chain, a);
+        digest_to_string(diff_id, b);
+        snprintf(text, sizeof(text), "%s %s", a, b);
+        return digest_buffer(text, strlen(text), chain);
 }
 
 /* Stops the layer mounts of image that no other image uses. */
@@ -768,6 +825,7 @@ static int adopt_image(ImagefsManager *m, const char *target, const char *image,
                        const char *workdir, bool use_toc, ImagefsImageLayer *layers, size_t n_layers) {
         _cleanup_(imagefs_error_done) ImagefsError e = {};
         ImageMount *n;
+        Digest chain;
         int r;
 
         if (!is_mount_root(target)) {
@@ -779,7 +837,9 @@ static int adopt_image(ImagefsManager *m, const char *target, const char *image,
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n_layers; i++) {
-                r = get_layer(m, &layers[i], use_toc, true, &n->layers[i], &e);
+                r = layer_chain(&chain, &layers[i].diff_id, i == 0);
+                if (r >= 0)
+                        r = get_layer(m, &layers[i], n->layers, i, &chain, use_toc, true, &n->layers[i], &e);
                 if (r < 0) {
                         /* Not served, the overlay on it would fail every reader: detached, with the layers. */
                         log_error("Failed to take image '%s' on %s over: %s Unmounting it.", image, target,
@@ -894,6 +954,7 @@ int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char
         _cleanup_free_ ImagefsMount **mounts = NULL;
         _cleanup_free_ char *err = NULL, *options = NULL, *qimage = NULL, *empty = NULL;
         ImageMount *n;
+        Digest chain;
         ImagefsRelay *relay;
         size_t n_layers = 0;
         usec_t start = now(CLOCK_MONOTONIC);
@@ -957,7 +1018,9 @@ int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n_layers; i++) {
-                r = get_layer(m, &layers[i], use_toc, false, &n->layers[i], e);
+                r = layer_chain(&chain, &layers[i].diff_id, i == 0);
+                if (r >= 0)
+                        r = get_layer(m, &layers[i], n->layers, i, &chain, use_toc, false, &n->layers[i], e);
                 if (r < 0) {
                         remove_image(m, n);
                         return r;

@@ -44,6 +44,11 @@ typedef struct ImagefsMountRequest {
         const Digest *toc_digest;    /* the ToC's digest from GetImage; NULL: the one GetToC announces */
         const char *prefetch_list;   /* ToC mode: paths to stream into the cache after mounting, or NULL */
         const char *record_opened;   /* ToC mode: where to write the files opened at the end, or NULL */
+        const Toc *const *lowers;    /* ToC mode: the layers below it in an image, the nearest first: its
+                                      * implied directories take their attributes (read during the call) */
+        size_t n_lowers;
+        bool stacked;                /* ToC mode, instead of lowers: the mounts added before are the
+                                      * layers below it, bottom first (--stacked) */
 } ImagefsMountRequest;
 
 int imagefs_manager_new(const ImagefsManagerConfig *config, ImagefsManager **ret);

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "alloc-util.h"
 #include "imagefs-toc.h"
 #include "macro.h"
 
@@ -210,4 +214,148 @@ int imagefs_toc_load(void *data, size_t size, const Digest *expected, Toc **ret)
         if (!digest_equal(&d, expected))
                 return -EBADMSG;
         return toc_open_owned(data, size, ret);
+}
+
+/* Whether something in layer t above path's own name hides the layers below t at path: a proper
+ * ancestor that is not a directory (a whiteout, a file) or is opaque. */
+static bool hides_below(const Toc *t, const char *path) {
+        uint64_t cur = 0;
+
+        for (const char *p = path; *p;) {
+                size_t len = strcspn(p, "/");
+                TocEntry e;
+
+                if (!p[len])
+                        return false; /* path's own name: not an ancestor */
+                if (toc_lookup(t, cur, p, len, &cur) < 0)
+                        return false; /* not in this layer: neither is anything below */
+                if (toc_get(t, cur, &e) < 0 || e.type != TOC_TYPE_DIRECTORY || (e.flags & TOC_FLAG_OPAQUE))
+                        return true;
+                p += len + 1;
+        }
+        return false;
+}
+
+/* The directory at path in the nearest layer below upper that has it without the implied flag, as
+ * unpacking upper over them would keep it; -ENOENT when none does or it is hidden. */
+static int find_lower_dir(const Toc *upper, const Toc *const *lowers, size_t n_lowers, const char *path,
+                          const Toc **ret_toc, TocEntry *ret) {
+        const Toc *above = upper;
+
+        for (size_t j = 0; j < n_lowers; above = lowers[j++]) {
+                uint64_t ino;
+                TocEntry e;
+
+                if (hides_below(above, path))
+                        return -ENOENT;
+                if (toc_resolve(lowers[j], path, &ino) < 0)
+                        continue;
+                if (toc_get(lowers[j], ino, &e) < 0 || e.type != TOC_TYPE_DIRECTORY)
+                        return -ENOENT;
+                if (e.flags & TOC_FLAG_IMPLIED)
+                        continue;
+                *ret_toc = lowers[j];
+                *ret = e;
+                return 0;
+        }
+        return -ENOENT;
+}
+
+static int add_lower_dir(TocWriter *w, const Toc *upper, const TocEntry *implied, const Toc *lower,
+                         const TocEntry *e) {
+        _cleanup_free_ TocXattr *xattrs = NULL;
+        char name[17];
+        size_t n = 0;
+        int r;
+
+        if (e->n_xattrs > 0) {
+                xattrs = new0(TocXattr, e->n_xattrs);
+                if (!xattrs)
+                        return -ENOMEM;
+        }
+        for (; n < e->n_xattrs; n++) {
+                TocXattrView x;
+
+                r = toc_xattr(lower, e, (uint32_t) n, &x);
+                if (r >= 0 && !(xattrs[n].name = strndup(x.name, x.name_len)))
+                        r = -ENOMEM;
+                if (r < 0)
+                        goto finish;
+                xattrs[n].value = x.value;
+                xattrs[n].size = x.size;
+        }
+        snprintf(name, sizeof(name), "%016" PRIx64, implied->ino);
+        r = toc_writer_add(w, &(TocEntrySpec) {
+                .parent = "",
+                .name = name,
+                .type = TOC_TYPE_DIRECTORY,
+                .mode = e->mode,
+                .uid = e->uid,
+                .gid = e->gid,
+                .mtime_sec = e->mtime_sec,
+                .mtime_nsec = e->mtime_nsec,
+                .xattrs = xattrs,
+                .n_xattrs = n,
+        });
+        /* The upper layer's own mark stays: opaque hides the lower contents, not the lower attributes. */
+        if (r >= 0 && (implied->flags & TOC_FLAG_OPAQUE))
+                r = toc_writer_set_opaque(w, name);
+finish:
+        for (size_t i = 0; i < n; i++)
+                free((char *) xattrs[i].name);
+        return r;
+}
+
+int imagefs_lower_dirs_new(const Toc *upper, const Toc *const *lowers, size_t n_lowers, Toc **ret) {
+        _cleanup_(toc_writer_freep) TocWriter *w = NULL;
+        _cleanup_free_ char *path = NULL;
+        void *data = NULL;
+        size_t size, found = 0;
+        int r;
+
+        path = malloc(TOC_PATH_MAX + 1);
+        if (!path)
+                return -ENOMEM;
+        r = toc_writer_new(TOC_CHUNK_SIZE_MIN, &w);
+        if (r < 0)
+                return r;
+        for (uint64_t i = 0; i < toc_n_entries(upper); i++) {
+                const Toc *lower;
+                TocEntry e, l;
+
+                r = toc_get(upper, i, &e);
+                if (r < 0)
+                        return r;
+                if (e.type != TOC_TYPE_DIRECTORY || !(e.flags & TOC_FLAG_IMPLIED))
+                        continue;
+                r = toc_path(upper, i, path, TOC_PATH_MAX + 1);
+                if (r < 0)
+                        return r;
+                if (find_lower_dir(upper, lowers, n_lowers, path, &lower, &l) < 0)
+                        continue; /* nothing below: the made-up attributes are what unpacking makes too */
+                r = add_lower_dir(w, upper, &e, lower, &l);
+                if (r < 0)
+                        return r;
+                found++;
+        }
+        if (found == 0) {
+                *ret = NULL;
+                return 0;
+        }
+        r = toc_writer_finish_buffer(w, &data, &size);
+        if (r < 0)
+                return r;
+        r = toc_open_owned(data, size, ret);
+        if (r < 0)
+                free(data);
+        return r;
+}
+
+int imagefs_lower_dir_of(const Toc *lower_dirs, uint64_t entry, uint64_t *ret) {
+        char name[17];
+
+        if (!lower_dirs)
+                return -ENOENT;
+        snprintf(name, sizeof(name), "%016" PRIx64, entry);
+        return toc_lookup(lower_dirs, 0, name, 16, ret);
 }

@@ -69,6 +69,18 @@ int imagefs_toc_listxattr(const Toc *t, uint64_t entry, char *buf, size_t size, 
 /* getxattr from the ToC: a pointer to the value (into the ToC, or the marker's "y"); -ENODATA. */
 int imagefs_toc_getxattr(const Toc *t, uint64_t entry, const char *name, const void **ret_value, size_t *ret_size);
 
+/*
+ * Implied directories (tonari-toc(5)) of a layer stacked on lowers (the nearest first): the attributes
+ * and xattrs each takes from the nearest lower layer that has the directory for real, as unpacking
+ * the layer over them keeps it -- unless something above hides it (a whiteout, a file, an opaque
+ * directory on the way). In a ToC of their own, which the caller owns: one directory per implied
+ * entry that has a lower one, named by imagefs_lower_dir_of(); the upper one's opaque mark is kept.
+ * *ret is NULL when no implied directory has one. The lowers are only read during the call.
+ */
+int imagefs_lower_dirs_new(const Toc *upper, const Toc *const *lowers, size_t n_lowers, Toc **ret);
+/* The entry in lower_dirs (may be NULL) standing for the upper ToC's entry; -ENOENT if none. */
+int imagefs_lower_dir_of(const Toc *lower_dirs, uint64_t entry, uint64_t *ret);
+
 /* The ToC as it arrived from the relay: accepted only when its sha256 is expected and it opens; the Toc
  * takes data on success. -EBADMSG for a digest mismatch or malformed bytes. */
 int imagefs_toc_load(void *data, size_t size, const Digest *expected, Toc **ret);

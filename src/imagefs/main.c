@@ -41,6 +41,7 @@ static const char *arg_cache_dir = NULL;
 static const char *arg_stats_file = NULL;
 static const char *arg_forwarder = NULL;
 static bool arg_toc = true;
+static bool arg_stacked = false;
 static uint64_t arg_cache_max_bytes = IMAGEFS_CACHE_MAX_DEFAULT_BYTES;
 static usec_t arg_read_timeout_usec = IMAGEFS_READ_TIMEOUT_DEFAULT_USEC;
 
@@ -73,6 +74,8 @@ static void help(void) {
                "                            (the next run's --prefetch= list)\n"
                "                            (all five may be repeated: one process, many mounts)\n"
                "     --no-toc               Ask the relay for every metadata request (the baseline)\n"
+               "     --stacked              The --layer= are one image's, bottom first: a directory a\n"
+               "                            layer only implies takes the attributes of the layers below\n"
                "     --cache-dir=PATH       Content cache directory (CacheDirectory=)\n"
                "     --cache-max=BYTES      Bound of the cache (CacheMaxBytes=, default 10G, 0: none)\n"
                "     --read-timeout=SEC     Longest wait for the relay per request (ReadTimeoutSec=,\n"
@@ -96,6 +99,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_PREFETCH,
                 ARG_RECORD_OPENED,
                 ARG_NO_TOC,
+                ARG_STACKED,
                 ARG_CACHE_DIR,
                 ARG_CACHE_MAX,
                 ARG_READ_TIMEOUT,
@@ -116,6 +120,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "prefetch", required_argument, NULL, ARG_PREFETCH },
                 { "record-opened", required_argument, NULL, ARG_RECORD_OPENED },
                 { "no-toc", no_argument, NULL, ARG_NO_TOC },
+                { "stacked", no_argument, NULL, ARG_STACKED },
                 { "cache-dir", required_argument, NULL, ARG_CACHE_DIR },
                 { "cache-max", required_argument, NULL, ARG_CACHE_MAX },
                 { "read-timeout", required_argument, NULL, ARG_READ_TIMEOUT },
@@ -164,6 +169,9 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_NO_TOC:
                         arg_toc = false;
+                        break;
+                case ARG_STACKED:
+                        arg_stacked = true;
                         break;
                 case ARG_CACHE_DIR:
                         arg_cache_dir = optarg;
@@ -368,6 +376,7 @@ static int run(int argc, char *argv[]) {
                         .layer = arg_layers[i],
                         .mountpoint = arg_mountpoints[i],
                         .use_toc = arg_toc,
+                        .stacked = arg_stacked,
                         .toc_digest = arg_n_toc_digests > 0 ? &arg_toc_digests[i] : NULL,
                         .prefetch_list = arg_n_prefetch > 0 ? arg_prefetch[i] : NULL,
                         .record_opened = arg_n_record > 0 ? arg_record[i] : NULL,

@@ -237,4 +237,115 @@ START_TEST(test_load) {
 }
 END_TEST
 
-TEST_SUITE("imagefs-toc", test_numbers, test_nodes_and_stat, test_xattrs, test_xattr_list, test_load)
+static Toc *open_writer(TocWriter *w) {
+        void *data = NULL;
+        size_t size;
+        Toc *t = NULL;
+
+        ck_assert_int_eq(toc_writer_finish_buffer(w, &data, &size), 0);
+        ck_assert_int_eq(toc_open_owned(data, size, &t), 0);
+        return t;
+}
+
+static void put(TocWriter *w, const char *parent, const char *name, TocType type, uint32_t mode, uint32_t uid,
+                const TocXattr *xattrs, size_t n_xattrs) {
+        TocEntrySpec s = { .parent = parent, .name = name, .type = type, .mode = mode, .uid = uid, .gid = uid,
+                           .mtime_sec = 1600000000 + mode, .xattrs = xattrs, .n_xattrs = n_xattrs };
+
+        ck_assert_msg(toc_writer_add(w, &s) == 0, "adding %s/%s", parent, name);
+}
+
+/* The attributes of implied directories (tonari-toc(5)) from the layers below: the nearest that has
+ * the directory for real, unless a whiteout, a file or an opaque directory above hides it. */
+START_TEST(test_lower_dirs) {
+        _cleanup_(toc_writer_freep) TocWriter *w0 = NULL, *w1 = NULL, *w2 = NULL;
+        _cleanup_toc_ Toc *l0 = NULL, *l1 = NULL, *up = NULL, *dirs = NULL;
+        TocXattr x = { .name = "user.tonari.dir", .value = "下の層", .size = strlen("下の層") };
+        const void *value;
+        ImagefsNode node;
+        uint64_t ino, lower;
+        size_t len;
+        char list[64];
+
+        /* Bottom: the real directories. */
+        ck_assert_int_eq(toc_writer_new(TOC_CHUNK_SIZE_DEFAULT, &w0), 0);
+        put(w0, "", "", TOC_TYPE_DIRECTORY, 0755, 0, NULL, 0);
+        put(w0, "", "var", TOC_TYPE_DIRECTORY, 0755, 0, NULL, 0);
+        put(w0, "var", "lib", TOC_TYPE_DIRECTORY, 0711, 5, NULL, 0);
+        put(w0, "var/lib", "日本語", TOC_TYPE_DIRECTORY, 0750, 1000, &x, 1);
+        put(w0, "", "hidden", TOC_TYPE_DIRECTORY, 0700, 0, NULL, 0);
+        put(w0, "hidden", "sub", TOC_TYPE_DIRECTORY, 0701, 0, NULL, 0);
+        put(w0, "", "gone", TOC_TYPE_DIRECTORY, 0700, 0, NULL, 0);
+        put(w0, "", "tmp", TOC_TYPE_DIRECTORY, 01777, 0, NULL, 0);
+        l0 = open_writer(w0);
+        /* Middle: var/lib/日本語 only implied (skipped), hidden opaque, gone whited out, a file. */
+        ck_assert_int_eq(toc_writer_new(TOC_CHUNK_SIZE_DEFAULT, &w1), 0);
+        put(w1, "var/lib/日本語", "file", TOC_TYPE_REGULAR, 0644, 0, NULL, 0);
+        put(w1, "", "hidden", TOC_TYPE_DIRECTORY, 0705, 7, NULL, 0);
+        ck_assert_int_eq(toc_writer_set_opaque(w1, "hidden"), 0);
+        put(w1, "", "gone", TOC_TYPE_WHITEOUT, 0, 0, NULL, 0);
+        l1 = open_writer(w1);
+        /* Top: everything implied. */
+        ck_assert_int_eq(toc_writer_new(TOC_CHUNK_SIZE_DEFAULT, &w2), 0);
+        put(w2, "var/lib/日本語", "new", TOC_TYPE_REGULAR, 0644, 0, NULL, 0);
+        put(w2, "hidden/sub", "f", TOC_TYPE_REGULAR, 0644, 0, NULL, 0);
+        put(w2, "gone/x", "y", TOC_TYPE_REGULAR, 0644, 0, NULL, 0);
+        put(w2, "tmp", "f", TOC_TYPE_REGULAR, 0644, 0, NULL, 0);
+        put(w2, "new/dir", "f", TOC_TYPE_REGULAR, 0644, 0, NULL, 0);
+        ck_assert_int_eq(toc_writer_set_opaque(w2, "tmp"), 0);
+        up = open_writer(w2);
+
+        ck_assert_int_eq(imagefs_lower_dirs_new(up, (const Toc *[]) { l1, l0 }, 2, &dirs), 0);
+        ck_assert_ptr_nonnull(dirs);
+        /* Found below, through the middle layer's implied one. */
+        ck_assert_int_eq(toc_resolve(up, "var/lib/日本語", &ino), 0);
+        ck_assert_int_eq(imagefs_lower_dir_of(dirs, ino, &lower), 0);
+        ck_assert_int_eq(imagefs_toc_node(dirs, lower, &node), 0);
+        ck_assert_uint_eq(node.mode, 0750);
+        ck_assert_uint_eq(node.uid, 1000);
+        ck_assert_uint_eq(node.gid, 1000);
+        ck_assert_int_eq(node.mtime_sec, 1600000000 + 0750);
+        ck_assert_int_eq(imagefs_toc_getxattr(dirs, lower, "user.tonari.dir", &value, &len), 0);
+        ck_assert_uint_eq(len, strlen("下の層"));
+        ck_assert(memcmp(value, "下の層", len) == 0);
+        ck_assert_int_eq(toc_resolve(up, "var/lib", &ino), 0);
+        ck_assert_int_eq(imagefs_lower_dir_of(dirs, ino, &lower), 0);
+        ck_assert_int_eq(imagefs_toc_node(dirs, lower, &node), 0);
+        ck_assert_uint_eq(node.mode, 0711);
+        ck_assert_uint_eq(node.uid, 5);
+        /* The root too. */
+        ck_assert_int_eq(imagefs_lower_dir_of(dirs, 0, &lower), 0);
+        ck_assert_int_eq(imagefs_toc_node(dirs, lower, &node), 0);
+        ck_assert_uint_eq(node.mode, 0755);
+        ck_assert_int_eq(node.mtime_sec, 1600000000 + 0755);
+        /* The middle layer's own (opaque) hidden, and nothing below it. */
+        ck_assert_int_eq(toc_resolve(up, "hidden", &ino), 0);
+        ck_assert_int_eq(imagefs_lower_dir_of(dirs, ino, &lower), 0);
+        ck_assert_int_eq(imagefs_toc_node(dirs, lower, &node), 0);
+        ck_assert_uint_eq(node.mode, 0705);
+        ck_assert_int_eq(toc_resolve(up, "hidden/sub", &ino), 0);
+        ck_assert_int_eq(imagefs_lower_dir_of(dirs, ino, &lower), -ENOENT);
+        /* Whited out in the middle: neither it nor below it. */
+        ck_assert_int_eq(toc_resolve(up, "gone", &ino), 0);
+        ck_assert_int_eq(imagefs_lower_dir_of(dirs, ino, &lower), -ENOENT);
+        ck_assert_int_eq(toc_resolve(up, "gone/x", &ino), 0);
+        ck_assert_int_eq(imagefs_lower_dir_of(dirs, ino, &lower), -ENOENT);
+        /* Nowhere below: made-up attributes, as unpacking makes. */
+        ck_assert_int_eq(toc_resolve(up, "new/dir", &ino), 0);
+        ck_assert_int_eq(imagefs_lower_dir_of(dirs, ino, &lower), -ENOENT);
+        /* Sticky tmp from below, with the upper layer's opaque mark. */
+        ck_assert_int_eq(toc_resolve(up, "tmp", &ino), 0);
+        ck_assert_int_eq(imagefs_lower_dir_of(dirs, ino, &lower), 0);
+        ck_assert_int_eq(imagefs_toc_node(dirs, lower, &node), 0);
+        ck_assert_uint_eq(node.mode, 01777);
+        ck_assert(node.opaque);
+        ck_assert_int_eq(imagefs_toc_listxattr(dirs, lower, list, sizeof(list), &len), 0);
+        ck_assert_uint_eq(len, strlen(IMAGEFS_OPAQUE_XATTR) + 1);
+        /* No lower layer, or none with anything: NULL. */
+        dirs = toc_free(dirs);
+        ck_assert_int_eq(imagefs_lower_dirs_new(up, NULL, 0, &dirs), 0);
+        ck_assert_ptr_null(dirs);
+}
+END_TEST
+
+TEST_SUITE("imagefs-toc", test_lower_dirs, test_numbers, test_nodes_and_stat, test_xattrs, test_xattr_list, test_load)

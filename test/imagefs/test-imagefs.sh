@@ -110,6 +110,8 @@ start_imagefs() {
                 echo "$WORK/$name/l$((i + 1))" >>"$WORK/mounts"
         done
         [[ " $* " == *" --cache-dir="* ]] || cache=(--cache-dir="$WORK/$name/cache")
+        # The layers are one image's: implied directories take the lower layers' attributes (ToC mode).
+        [[ " $* " == *" --no-toc "* ]] || args+=(--stacked)
         "$IMAGEFS" --relay="$RELAY_ADDRESS" "${args[@]}" "${cache[@]}" --stats-file="$WORK/$name/stats" "$@" \
                 >>"$WORK/$name/imagefs.log" 2>&1 &
         echo $! >"$WORK/$name/imagefs.pid"
@@ -152,10 +154,12 @@ stat_sum() {
         done
         grep -oE "(^| )$2=[0-9]+" "$WORK/$1/stats" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'
 }
-# compare NAME: the merged tree against the unpacked one, entry by entry, and its hard links.
+# compare NAME: the merged tree against the unpacked one, entry by entry, and its hard links. Lines
+# matching $COMPARE_SKIP (a regex) are left out of both.
 compare() {
-        python3 "$here/../imagestore/tree-listing.py" dir "$WORK/$1/merged" | sed 's/"links": \[[^]]*\], //' >"$WORK/$1/got.txt"
-        diff -u "$WORK/expected.txt" "$WORK/$1/got.txt"
+        python3 "$here/../imagestore/tree-listing.py" dir "$WORK/$1/merged" | sed 's/"links": \[[^]]*\], //' |
+                grep -vE "${COMPARE_SKIP:-^$}" >"$WORK/$1/got.txt"
+        diff -u <(grep -vE "${COMPARE_SKIP:-^$}" "$WORK/expected.txt") "$WORK/$1/got.txt"
         assert_ge "$(wc -l <"$WORK/$1/got.txt")" 70 "entries compared"
         local layers=() i
         for ((i = ${#LAYERS[@]}; i >= 1; i--)); do
@@ -203,7 +207,10 @@ testcase_toc_mode() {
 testcase_no_toc_mode() {
         start_imagefs notoc --no-toc
         overlay notoc
-        compare notoc
+        # Without a ToC nothing says which directories a layer only implies: those of layer 3 show the
+        # relay's made-up attributes (tonari-imagefs(8), --no-toc), all else is the same.
+        assert_eq "755 0:0" "$(stat -c '%a %u:%g' "$WORK/notoc/merged/var/lib/日本語")"
+        COMPARE_SKIP='"path": "(tmp|var/lib/\\u65e5\\u672c\\u8a9e)",' compare notoc
         assert_ge "$(stat_sum notoc metadata_round_trips)" 200 "metadata round trips without ToC"
         assert_eq 0 "$(stat_sum notoc errors)" "errors"
         stop_imagefs notoc
