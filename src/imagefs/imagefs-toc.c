@@ -334,6 +334,8 @@ int imagefs_lower_dirs_new(const Toc *upper, const Toc *const *lowers, size_t n_
                 if (find_lower_dir(upper, lowers, n_lowers, path, &lower, &l) < 0)
                         continue; /* nothing below: the made-up attributes are what unpacking makes too */
                 r = add_lower_dir(w, upper, &e, lower, &l);
+                if (r == -EINVAL)
+                        continue; /* xattrs a ToC writer refuses (a hostile lower ToC): made-up attributes */
                 if (r < 0)
                         return r;
                 found++;

@@ -83,6 +83,25 @@ static void walk(const Toc *t) {
         }
 }
 
+/* The layer stacked on itself: every implied directory found below is a directory of the result,
+ * with the attributes of a directory that is not implied. */
+static void lower_dirs(const Toc *t) {
+        Toc *dirs = NULL;
+
+        if (imagefs_lower_dirs_new(t, (const Toc *[]) { t, t }, 2, &dirs) < 0)
+                abort(); /* a valid ToC never fails it (but for memory) */
+        for (uint64_t i = 0; dirs && i < toc_n_entries(t); i++) {
+                ImagefsNode n;
+                uint64_t lower;
+
+                if (imagefs_lower_dir_of(dirs, i, &lower) < 0)
+                        continue;
+                if (imagefs_toc_node(dirs, lower, &n) < 0 || n.type != TOC_TYPE_DIRECTORY || n.implied)
+                        abort();
+        }
+        toc_free(dirs);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Digest d, other;
         void *copy;
@@ -107,6 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         }
         walk(t);
+        lower_dirs(t);
         toc_free(t);
         return 0;
 }
