@@ -27,11 +27,20 @@ READERS=3
 N_LAYERS=2
 PROGRESS_TIMEOUT_SEC=60
 
+# phase NAME: the seconds since the last phase, on one line (where the test's wall time goes).
+PHASE_START=$SECONDS
+phase() {
+        echo "PHASE $1 $((SECONDS - PHASE_START)) s"
+        PHASE_START=$SECONDS
+}
+
 setup() {
         local i layers
+        phase boot-to-test
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$A"/tonari_*.deb "$A"/tonari-relay_*.deb \
                 "$A"/tonari-imagefs_*.deb >/dev/null
         mkdir -p "$W"
+        phase install
 
         # A two-layer image from the guest's own files: /etc and python's standard library, then a
         # few random files of several chunks.
@@ -51,6 +60,7 @@ setup() {
         umoci repack --image "$W/layout:test" "$W/bundle" >/dev/null
         rm -rf "$W/bundle"
         umoci unpack --image "$W/layout:test" "$W/bundle" >/dev/null
+        phase image-build
 
         printf '[Relay]\nStore=%s/store\nListen=unix:%s/relay.sock\n' "$W" "$W" >"$W/relay.conf"
         systemd-run --unit=test-relay -p Type=exec /usr/sbin/tonari-relay --config="$W/relay.conf"
@@ -62,6 +72,7 @@ setup() {
         layers=$(tonarictl --relay="unix:$W/relay.sock" --json=short image show test |
                 python3 -c 'import json, sys; print(len(json.load(sys.stdin)["layers"]))')
         assert_eq "$N_LAYERS" "$layers" "layers"
+        phase relay-pull
 
         # The packaged units, with the test's relay and a small cache (reads keep reaching the relay).
         mkdir -p /etc/tonari/tonari-imagefs.conf.d
@@ -77,6 +88,7 @@ setup() {
         assert_eq "$N_LAYERS" "$(layer_mounts)" "layer mounts"
         # Both systemd units as installed, scored online: what their comments argue for.
         systemd-analyze security tonari-imagefs-fd.service | tail -n 1
+        phase service-and-mounts
 }
 
 teardown() {
@@ -191,6 +203,7 @@ testcase_service_restart_and_kill() {
         attached=$(attaches)
         start_readers
         wait_progress
+        phase readers-started
         start=$SECONDS
         for i in $(seq "$RESTARTS"); do
                 sleep 0.$((RANDOM % 5 + 2))
@@ -211,8 +224,11 @@ testcase_service_restart_and_kill() {
                 wait_progress
         done
         echo "$RESTARTS restarts and $KILLS kills in $((SECONDS - start)) s"
+        phase restarts-and-kills
         wait_pass
+        phase first-full-pass
         stop_readers
+        phase readers-stopped
         out=$(tail -n 1 "$W/readers.out")
         redispatched=$(fd_journal | grep -oE "Worker attached to .* [0-9]+ waiting requests" |
                 awk '{ s += $(NF - 2) } END { print s + 0 }')
@@ -238,10 +254,13 @@ testcase_service_restart_and_kill() {
         wait_attached "$attached"
         assert_eq "$N_LAYERS" "$(fd_journal | grep -c "(new mount)")" "mounts made"
         assert_listed
+        phase forwarder-restart
         start_readers
         wait_progress
         wait_pass
+        phase second-full-pass
         stop_readers
+        phase readers-stopped-again
         echo written >"$W/merged/etc/written"
         tonarictl image unmount "$W/merged"
         busctl call org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 Unmount s "$W/ro"
