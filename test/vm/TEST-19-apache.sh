@@ -6,8 +6,9 @@
 # as in an unlimited one, its CPU time is logged, the 100 001-line map picks domains by host,
 # MaxRequests= refuses the second concurrent request, a crashing CGI leaves nothing behind, a bad
 # map at a reload keeps the old one; configtest names file and line of bad directives; with the
-# event MPM threads move into threaded domains, IO limits are refused and mod_cgid's CGI programs
-# run outside the domain (documented); fail-open serves without domains. Also measures one domain move (µs) with and without favordynmods.
+# event MPM threads move into threaded domains, a stop leaves no process and no cgroup behind and
+# the next start works, IO limits are refused and mod_cgid's CGI programs run outside the domain
+# (documented); fail-open serves without domains. Also measures one domain move (µs) with and without favordynmods.
 # Run: meson test -C build TEST-19-apache (needs the packages, bench/tonari-spin and
 # bench/tonari-domain-movecost)
 set -eux
@@ -206,6 +207,49 @@ testcase_fail_open_and_closed() {
         get limited.example / >/dev/null
         assert_eq 200 "$(cat /tmp/status)"
         assert_eq - "$(last_log 4)"
+}
+
+# systemd 252 cannot kill or remove threaded cgroups (reading their cgroup.procs fails with
+# EOPNOTSUPP): without the drop-in's ExecStopPost= (mod-tonari-cleanup), a stop declares the unit
+# dead with processes still exiting ("remains running after unit stopped"), leaves the domains and
+# the unit's cgroup behind ("Failed to destroy cgroup ... Device or resource busy") and the next
+# start fails.
+testcase_event_mpm_stop_and_start() {
+        local cursor p1 j
+        trap 'write_conf; use_mpm prefork' EXIT
+        use_mpm event
+        timeout 20 sh -c "until [ -e $CG/_threads/limited/cgroup.type ]; do sleep 0.2; done"
+        for _ in 1 2 3; do
+                get limited.example / >/dev/null
+                assert_eq 200 "$(cat /tmp/status)"
+        done
+        assert_eq limited "$(last_log 4)"
+        # One request is still in its domain when the stop comes (its thread is in the threaded
+        # cgroup limited, the CGI in mod_cgid's daemon's cgroup).
+        get limited.example /cgi-bin/spin-limited?ms=4000 >/dev/null &
+        p1=$!
+        timeout 20 sh -c "until grep -q . $CG/_threads/limited/cgroup.threads; do sleep 0.1; done"
+        cursor=$(journalctl -n0 --show-cursor | sed -n 's/^-- cursor: //p')
+        systemctl stop apache2
+        wait "$p1" || true
+        assert_eq inactive "$(systemctl is-active apache2)"
+        # Nothing left: no process, no cgroup.
+        assert_eq "" "$(pgrep -x apache2 || true)" "apache2 processes after the stop"
+        assert_rc 1 test -e "$CG"
+        journalctl --sync
+        j=$(journalctl -q --after-cursor="$cursor" -u apache2 -o cat)
+        echo "$j"
+        # systemd's first kill still fails on the threaded cgroups (a warning it ignores), before
+        # ExecStopPost= runs; nothing is left running or undeleted after it.
+        assert_rc 1 grep -q "Failed to destroy cgroup" <<<"$j"
+        assert_rc 1 grep -q "remains running after unit stopped" <<<"$j"
+        assert_match "Removed mod_tonari's cgroups below '$CG'" "$j"
+        # And it starts again, with its domains.
+        systemctl start apache2
+        timeout 20 sh -c "until [ -e $CG/_threads/limited/cgroup.type ]; do sleep 0.2; done"
+        get limited.example / >/dev/null
+        assert_eq 200 "$(cat /tmp/status)"
+        assert_eq limited "$(last_log 4)"
 }
 
 testcase_event_mpm_moves_threads() {
