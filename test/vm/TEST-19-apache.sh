@@ -7,8 +7,8 @@
 # MaxRequests= refuses the second concurrent request, a crashing CGI leaves nothing behind, a bad
 # map at a reload keeps the old one; configtest names file and line of bad directives; with the
 # event MPM threads move into threaded domains, a stop leaves no process and no cgroup behind and
-# the next start works, IO limits are refused and mod_cgid's CGI programs run outside the domain
-# (documented); fail-open serves without domains. Also measures one domain move (µs) with and without favordynmods.
+# the next start works, IO limits are refused, mod_cgid's CGI programs run outside the domain
+# (documented) and mod_cgi's inside; fail-open serves without domains. Also measures one domain move (µs) with and without favordynmods.
 # Run: meson test -C build TEST-19-apache (needs the packages, bench/tonari-spin and
 # bench/tonari-domain-movecost)
 set -eux
@@ -275,6 +275,17 @@ testcase_event_mpm_moves_threads() {
         echo "event MPM, mod_cgid: the CGI ran in $cgi_cg"
         assert_match "^/system.slice/apache2.service/" "$cgi_cg" "the CGI's cgroup (mod_cgid)"
         assert_rc 1 grep -qx "/system.slice/apache2.service/_threads/limited" <<<"$cgi_cg"
+        # mod_cgi instead (by hand: a2enmod picks mod_cgid under a threaded MPM): the worker
+        # thread forks the CGI, which starts and runs in the request's domain.
+        a2dismod -q cgid
+        ln -s ../mods-available/cgi.load /etc/apache2/mods-enabled/cgi.load
+        systemctl restart apache2
+        timeout 20 sh -c "until [ -e $CG/_threads/limited/cgroup.type ]; do sleep 0.2; done"
+        out=$(get limited.example /cgi-bin/spin?ms=5)
+        assert_eq 200 "$(cat /tmp/status)"
+        cgi_cg=$(sed -n 's/.*cgroup=\([^ ]*\).*/\1/p' <<<"$out")
+        echo "event MPM, mod_cgi: the CGI ran in $cgi_cg"
+        assert_eq "/system.slice/apache2.service/_threads/limited" "$cgi_cg" "the CGI's cgroup (mod_cgi, event MPM)"
         # IO limits cannot be put on a thread.
         write_conf "TonariDomain io \"IOWriteBandwidthMax=/dev/vda 30M\""
         assert_rc 1 systemctl restart apache2
