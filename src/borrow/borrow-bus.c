@@ -114,6 +114,18 @@ int bus_borrow_method_add_proxy(sd_bus_message *m, void *userdata, sd_bus_error 
                 switch (r) {
                 case -ESRCH:
                         return sd_bus_error_setf(error, TONARI_ERROR_NO_SUCH_PROCESS, "No process %" PRIu32 ".", pid);
+                case -EPERM:
+                case -EBADF:
+                case -EBADMSG: {
+                        const BorrowTarget *t = borrow_manager_find_target(bm, s->name);
+
+                        errno = -r;
+                        return sd_bus_error_setf(error, TONARI_ERROR_KERNEL_CHARGE_REFUSED,
+                                                 "The kernel refused to charge %s to slice '%s' (cpu.cfs_charge_procs of "
+                                                 "cgroup /%s): %m.",
+                                                 pid > 0 ? helper : "the helper", s->name,
+                                                 t && t->kernel_cgroup ? t->kernel_cgroup : "?");
+                }
                 case -ENOENT:
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No cgroup '%s'.", strna(e));
                 case -EEXIST:
@@ -170,6 +182,11 @@ int bus_borrow_method_remove_proxy(sd_bus_message *m, void *userdata, sd_bus_err
         if (!p)
                 return sd_bus_error_setf(error, TONARI_ERROR_NO_SUCH_PROXY, "No proxy %" PRIu32 ".", id);
         r = borrow_manager_remove_proxy(bm, p, "asked to");
+        if (r < 0 && p->kernel)
+                return sd_bus_error_set_errnof(error, r,
+                                               "Failed to remove proxy %" PRIu32 " (stop the kernel charging process %d "
+                                               "to slice '%s'): %m",
+                                               id, (int) p->pid, p->target);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Failed to remove proxy %" PRIu32 ": %m", id);
         return sd_bus_reply_method_return(m, NULL);
@@ -181,7 +198,7 @@ static int append_proxies(sd_bus_message *reply, void *userdata) {
 
         for (BorrowProxy *p = bm->proxies; p; p = p->next) {
                 r = sd_bus_message_append(reply, "(usustt)", p->id, p->target, (uint32_t) p->pid, strempty(p->cgroup),
-                                          p->last_usec, p->charged_usec);
+                                          p->last_usec, borrow_proxy_charged(p));
                 if (r < 0)
                         return r;
         }
@@ -254,19 +271,32 @@ static int property_get_account(sd_bus *bus, const char *path, const char *inter
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         BorrowManager *bm = userdata;
         Slice *s = slice_manager_find_by_path(bm->slices, path);
-        const BorrowTarget *t = s ? slice_target(bm, s) : NULL;
+        BorrowTarget *t = s ? (BorrowTarget *) slice_target(bm, s) : NULL;
         const BorrowAccount *a = t ? &t->account : &zero_account;
+        usec_t kernel_debt = 0;
         uint64_t v;
 
         (void) bus;
         (void) interface;
         (void) error;
+        if (streq(property, "Enforcement"))
+                return sd_bus_message_append(reply, "s",
+                                             borrow_enforcement_to_string(t ? t->enforcement : BORROW_ENFORCEMENT_NONE));
+        /* On the kernel path the debt is the kernel's: what cpu.cfs_borrowing_us says, and what was
+         * handed over and is not outstanding any more has been repaid. */
+        if (t && t->enforcement == BORROW_ENFORCEMENT_KERNEL)
+                (void) borrow_target_kernel_debt(t, &kernel_debt);
         if (streq(property, "BorrowedUSec"))
                 v = a->borrowed_usec;
         else if (streq(property, "DebtUSec"))
-                v = a->debt_usec;
-        else if (streq(property, "RepaidUSec"))
+                v = a->debt_usec + kernel_debt;
+        else if (streq(property, "RepaidUSec")) {
                 v = a->repaid_usec;
+                if (t && t->enforcement == BORROW_ENFORCEMENT_KERNEL) {
+                        uint64_t owed = a->forgiven_usec + kernel_debt;
+                        v += a->borrowed_usec > owed ? a->borrowed_usec - owed : 0;
+                }
+        }
         else if (streq(property, "ForgivenUSec"))
                 v = a->forgiven_usec;
         else if (streq(property, "ForgivenCapUSec"))
@@ -302,6 +332,7 @@ static const sd_bus_vtable borrowing_vtable[] = {
         SD_BUS_PROPERTY("OverrunUSec", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("PeriodsShortened", "t", property_get_account, 0, 0),
         SD_BUS_PROPERTY("CPUQuotaLimitUSec", "t", property_get_account, 0, 0),
+        SD_BUS_PROPERTY("Enforcement", "s", property_get_account, 0, 0),
         SD_BUS_VTABLE_END,
 };
 

@@ -13,14 +13,17 @@
  *   borrow-target.c      per-slice accounts, the period tick that shortens the quota
  *   borrow-probe.c       where the kernel's CFS periods begin, for the tick to land before them
  *   borrow-proxy.c       helpers whose CPU time is sampled and charged
+ *   borrow-kernel.c      the kernel path: debts to cpu.cfs_borrowing_us, helpers in cpu.cfs_charge_procs
  *   borrow-state-file.c  the state file that carries debt and proxies over a restart
  *   borrow-access.c      which callers may charge
  *   borrow-bus.c         the D-Bus methods and org.tonari.Borrowing1
  *   borrow-ledger.c, borrow-state.c  pure: the ledger and the state file's line format
+ *   borrow-kernel-policy.c           pure: which path a target takes, the kernel files' formats
  */
 
 #include <systemd/sd-bus.h>
 
+#include "borrow-kernel-policy.h"
 #include "borrow-state.h"
 #include "borrow.h"
 #include "time-util.h"
@@ -85,6 +88,15 @@ struct BorrowTarget {
         usec_t probe_last;           /* when it was read */
         usec_t probe_deadline;       /* no new period by then: the cgroup does not run */
         usec_t probe_retry;          /* no new probe before this */
+        /*
+         * The path this target takes (borrow-kernel-policy.h), decided at its first charge or
+         * proxy. On the kernel path, debts go to kernel_cgroup's cpu.cfs_borrowing_us, helper
+         * processes (on_behalf) to its cpu.cfs_charge_procs, and no tick runs.
+         */
+        BorrowEnforcement enforcement;
+        bool on_behalf;
+        char *kernel_cgroup;
+        bool kernel_capacity;        /* kernel_cgroup gets the slice's capacity as its quota */
 };
 
 struct BorrowProxy {
@@ -101,6 +113,9 @@ struct BorrowProxy {
         usec_t last_usec;          /* the helper's CPU time at the last sample */
         uint64_t charged_usec;
         sd_event_source *exit_source;
+        /* The kernel charges the helper process to the target as it runs (cpu.cfs_charge_procs):
+         * not sampled; last_usec is its CPU time when that began, charged_usec what came before. */
+        bool kernel;
 };
 
 /*
@@ -127,6 +142,7 @@ struct BorrowManager {
         sd_event *event;
         SliceManager *slices; /* not owned; NULL when slices are unavailable */
         BorrowPolicy policy;
+        BorrowEnforcementMode enforcement_mode;
         uint32_t allow_uids[BORROW_ALLOW_MAX];
         size_t n_allow_uids;
         uint32_t allow_gids[BORROW_ALLOW_MAX];
@@ -182,6 +198,29 @@ bool borrow_target_ticking(const BorrowTarget *t);
 /* Charges usec to slice s; durable: in the state file when this returns, or undone. */
 int borrow_target_charge(BorrowManager *m, Slice *s, usec_t usec, bool durable);
 
+/* The quota per period the ledger works against: CPUQuota=, or the CPUs the slice may use. */
+void borrow_target_quota(BorrowTarget *t, Slice *s, usec_t *ret_quota, usec_t *ret_period);
+
+/* borrow-kernel.c */
+/*
+ * Decides t's path if not yet decided; on the kernel path, makes sure kernel_cgroup has a quota for
+ * charges to bite (the slice's capacity where it has no CPUQuota=). Errors: reading or writing the
+ * cgroup failed (the path stays undecided).
+ */
+int borrow_target_prepare(BorrowTarget *t, Slice *s);
+/* Hands usec of debt to the kernel, capped as the ledger caps it. */
+int borrow_target_kernel_charge(BorrowTarget *t, usec_t usec);
+/* What the kernel says t owes now (cpu.cfs_borrowing_us). */
+int borrow_target_kernel_debt(BorrowTarget *t, usec_t *ret);
+/*
+ * Makes the kernel charge p's helper process to t as it runs. If it already does (tonarid
+ * restarted), nothing is written and 1 is returned. -ESRCH: the helper exited; -EPERM, -EINVAL,
+ * -EBADF: the kernel refused.
+ */
+int borrow_proxy_kernel_attach(BorrowProxy *p, BorrowTarget *t);
+/* Stops the kernel charging p's helper; 0 if it was not (any more). */
+int borrow_proxy_kernel_detach(BorrowProxy *p);
+
 /* borrow-probe.c */
 /* Whether boundary_usec tells where the periods of the cgroup written to begin. */
 bool borrow_target_aligned(const BorrowTarget *t, usec_t period);
@@ -197,6 +236,10 @@ int borrow_proxy_new(BorrowManager *m, uint32_t id, const char *target, pid_t pi
 void borrow_proxy_free(BorrowProxy *p);
 /* Sets up p's helper; with expect_start, a PID whose start time differs is somebody else. */
 int borrow_proxy_attach_helper(BorrowProxy *p, bool expect_start);
+/* On the kernel path, lets the kernel charge p's helper process (1), or leaves it to sampling (0). */
+int borrow_proxy_setup_kernel(BorrowProxy *p, Slice *s, bool restoring);
+/* What p's helper has had charged so far. */
+uint64_t borrow_proxy_charged(BorrowProxy *p);
 /* Reads the helper's CPU time and charges what it spent since the last sample. */
 void borrow_proxy_sample(BorrowProxy *p);
 /* The slice a proxy works for, or NULL if it was removed (see borrow_target_slice()). */

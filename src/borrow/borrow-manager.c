@@ -66,12 +66,15 @@ int borrow_manager_new(sd_event *event, SliceManager *slices, const BorrowSettin
 }
 
 int borrow_manager_configure(BorrowManager *m, const BorrowSettings *settings) {
-        if (borrow_policy_validate(&settings->policy) < 0 || settings->n_allow_uids > BORROW_ALLOW_MAX ||
+        if (borrow_policy_validate(&settings->policy) < 0 || !borrow_enforcement_mode_to_string(settings->enforcement) ||
+            settings->n_allow_uids > BORROW_ALLOW_MAX ||
             settings->n_allow_gids > BORROW_ALLOW_MAX)
                 return -EINVAL;
         /* A remembered group check may no longer hold. */
         borrow_manager_forget_chargers(m);
         m->policy = settings->policy;
+        /* Targets keep the path they took; a new Enforcement= applies to targets decided from now on. */
+        m->enforcement_mode = settings->enforcement;
         m->n_allow_uids = settings->n_allow_uids;
         if (m->n_allow_uids > 0)
                 memcpy(m->allow_uids, settings->allow_uids, m->n_allow_uids * sizeof(uint32_t));
@@ -88,7 +91,9 @@ BorrowManager *borrow_manager_free(BorrowManager *m) {
                 return NULL;
 
         /* Nothing stays shortened while nobody repays: lift every limit in force. The debt is
-         * kept in the state file and repaid after the next start. */
+         * kept in the state file and repaid after the next start. (The kernel path has no such
+         * limit: the kernel keeps repaying its debts and charging its helpers while tonarid is
+         * down, and tonarid finds the charges in place when it starts again.) */
         for (BorrowTarget *t = m->targets; t; t = t->next) {
                 Slice *s;
 
@@ -129,6 +134,9 @@ void borrow_manager_get_stats(BorrowManager *m, BorrowStats *ret) {
         }
         *ret = m->stats;
         ret->n_proxies = borrow_manager_count_proxies(m);
+        for (BorrowTarget *t = m->targets; t; t = t->next)
+                if (t->enforcement == BORROW_ENFORCEMENT_KERNEL)
+                        ret->n_kernel_targets++;
 }
 
 int borrow_timer_arm(BorrowManager *m, sd_event_source **source, usec_t when, sd_event_time_handler_t handler,

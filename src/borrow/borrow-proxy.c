@@ -28,6 +28,9 @@ void borrow_proxies_drop(BorrowManager *m, const char *name, uint64_t slice_id, 
         for (BorrowProxy *p = m->proxies, *next; p; p = next) {
                 next = p->next;
                 if (streq(p->target, name) && (p->slice_id == 0 || p->slice_id == slice_id)) {
+                        /* The kernel stops charging a removed cgroup by itself; a cgroup still
+                         * there (a slice of the same name made again) must not be charged on. */
+                        (void) borrow_proxy_kernel_detach(p);
                         borrow_proxy_log_removed(p, why);
                         borrow_proxy_free(p);
                 }
@@ -98,12 +101,25 @@ static void borrow_proxy_log_removed(BorrowProxy *p, const char *reason) {
                                        p->id, p->cgroup, p->target, fmt_ms(a, p->charged_usec), reason));
 }
 
+/* Whether some proxy is sampled (the others are charged by the kernel). */
+static bool proxies_sampled(BorrowManager *m) {
+        for (BorrowProxy *p = m->proxies; p; p = p->next)
+                if (!p->kernel)
+                        return true;
+        return false;
+}
+
 static void proxy_forget(BorrowProxy *p, const char *reason) {
         BorrowManager *m = p->manager;
+        int r;
 
+        r = borrow_proxy_kernel_detach(p);
+        if (r < 0)
+                log_warning_errno(r, "Failed to stop the kernel charging process %i to slice '%s', ignoring: %m",
+                                  (int) p->pid, p->target);
         borrow_proxy_log_removed(p, reason);
         borrow_proxy_free(p);
-        if (!m->proxies)
+        if (!proxies_sampled(m))
                 (void) sd_event_source_set_enabled(m->sample_timer, SD_EVENT_OFF);
 }
 
@@ -117,10 +133,19 @@ void borrow_proxy_remove(BorrowProxy *p, const char *reason) {
 int borrow_manager_remove_proxy(BorrowManager *m, BorrowProxy *p, const char *reason) {
         int r;
 
-        /* Written without it first: if that fails, the proxy stays, and the caller is told. */
-        r = borrow_state_file_save(m, p);
+        /* The kernel's charge first: if it cannot be stopped, the proxy stays and the caller is told. */
+        r = borrow_proxy_kernel_detach(p);
         if (r < 0)
                 return r;
+        /* Written without it first: if that fails, the proxy stays, and the caller is told. */
+        r = borrow_state_file_save(m, p);
+        if (r < 0) {
+                BorrowTarget *t = borrow_manager_find_target(m, p->target);
+                if (p->kernel && t && t->kernel_cgroup)
+                        (void) borrow_proxy_kernel_attach(p, t);
+                return r;
+        }
+        p->kernel = false; /* stopped above */
         proxy_forget(p, reason);
         return 0;
 }
@@ -155,7 +180,11 @@ static void proxy_sample(BorrowProxy *p, bool exited) {
                 return borrow_proxy_remove(p, "its slice was removed");
         if (r < 0)
                 log_warning_errno(r, "Failed to read the CPU time of proxy %" PRIu32 "'s helper, ignoring: %m", p->id);
-        else {
+        else if (p->kernel) {
+                /* The kernel charged it as it ran: only the count of what that was. */
+                p->charged_usec += cur > p->last_usec ? cur - p->last_usec : 0;
+                p->last_usec = cur;
+        } else {
                 p->slice_id = s->id;
                 /* A cgroup's counter can only go down if it was removed and made again. */
                 delta = cur > p->last_usec ? cur - p->last_usec : 0;
@@ -185,12 +214,13 @@ static int on_sample(sd_event_source *es, uint64_t usec, void *userdata) {
         (void) usec;
         for (BorrowProxy *p = m->proxies, *next; p; p = next) {
                 next = p->next;
-                /* A slice whose tick runs has its proxies sampled by the tick itself. */
-                if (!borrow_target_ticking(borrow_manager_find_target(m, p->target)))
+                /* A slice whose tick runs has its proxies sampled by the tick itself; the
+                 * kernel charges its own. */
+                if (!p->kernel && !borrow_target_ticking(borrow_manager_find_target(m, p->target)))
                         borrow_proxy_sample(p);
         }
         m->stats.work_usec += now(CLOCK_MONOTONIC) - start;
-        if (!m->proxies)
+        if (!proxies_sampled(m))
                 return sd_event_source_set_enabled(es, SD_EVENT_OFF);
         return sd_event_source_set_time_relative(es, BORROW_SAMPLE_USEC);
 }
@@ -249,6 +279,57 @@ int borrow_proxy_attach_helper(BorrowProxy *p, bool expect_start) {
                 (void) sd_event_source_set_description(p->exit_source, "borrow-helper-exit");
         }
         return 0;
+}
+
+/*
+ * On the kernel path with on-behalf charging, makes the kernel charge p's helper process to its
+ * slice s as it runs: returns 1 (p->kernel set), or 0 if p is to be sampled. With restoring (tonarid
+ * started again), a charge still in place is adopted as it is; a helper the kernel did not charge
+ * while tonarid was down has what it ran since its last sample handed over as a debt, as the first
+ * sample would have charged it. Either way nothing is charged twice.
+ */
+int borrow_proxy_setup_kernel(BorrowProxy *p, Slice *s, bool restoring) {
+        BorrowManager *m = p->manager;
+        BorrowTarget *t;
+        bool created = false;
+        usec_t cur;
+        int r;
+
+        if (p->pid <= 0 || m->enforcement_mode == BORROW_ENFORCEMENT_MODE_USERSPACE)
+                return 0;
+        t = borrow_manager_find_target(m, s->name);
+        if (t && t->slice_id != 0 && t->slice_id != s->id)
+                return 0; /* a previous slice's, dropped by the next charge or tick */
+        if (!t) {
+                r = borrow_target_new(m, s, &t);
+                if (r < 0)
+                        return r;
+                created = true;
+        }
+        r = borrow_target_prepare(t, s);
+        if (r < 0 || t->enforcement != BORROW_ENFORCEMENT_KERNEL || !t->on_behalf) {
+                if (created)
+                        borrow_target_free(t);
+                return r < 0 ? r : 0;
+        }
+        r = proxy_read(p, false, &cur);
+        if (r < 0)
+                return r;
+        r = borrow_proxy_kernel_attach(p, t);
+        if (r < 0)
+                return r;
+        if (restoring && r == 0 && cur > p->last_usec) {
+                usec_t gap = MIN(cur - p->last_usec, BORROW_CHARGE_MAX_USEC);
+
+                if (borrow_target_kernel_charge(t, gap) >= 0)
+                        p->charged_usec += gap;
+        }
+        if (!restoring || r == 0)
+                p->last_usec = cur;
+        p->kernel = true;
+        log_debug("Proxy %" PRIu32 ": process %i %s charged by the kernel to cgroup /%s.", p->id, (int) p->pid,
+                  r > 0 ? "was still" : "is now", t->kernel_cgroup);
+        return 1;
 }
 
 int borrow_proxy_new(BorrowManager *m, uint32_t id, const char *target, pid_t pid, const char *cgroup,
@@ -340,16 +421,28 @@ int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *
         if (r >= 0)
                 r = proxy_read(p, false, &p->last_usec);
         if (r >= 0)
+                r = borrow_proxy_setup_kernel(p, s, false);
+        if (r == 0)
                 r = borrow_manager_start_sampling(m);
         /* On disk before the caller gets its id. */
         if (r >= 0)
                 r = borrow_state_file_save(m, NULL);
         if (r < 0) {
+                (void) borrow_proxy_kernel_detach(p);
                 borrow_proxy_free(p);
                 return r;
         }
         *ret = p;
         return 0;
+}
+
+/* What the proxy's helper has had charged: for a kernel-charged helper, its CPU time since the kernel began. */
+uint64_t borrow_proxy_charged(BorrowProxy *p) {
+        usec_t cur;
+
+        if (!p->kernel || proxy_read(p, false, &cur) < 0 || cur < p->last_usec)
+                return p->charged_usec;
+        return p->charged_usec + (cur - p->last_usec);
 }
 
 size_t borrow_manager_count_proxies(BorrowManager *m) {

@@ -278,8 +278,12 @@ static void restore_target(BorrowManager *m, BorrowStateEntry *e) {
                 if (!t->limit_cgroup)
                         return (void) log_oom();
         }
-        if (t->account.debt_usec > 0 || t->limit_usec != USEC_INFINITY)
+        if (t->account.debt_usec > 0 || t->limit_usec != USEC_INFINITY) {
+                /* A debt of the userspace ledger is repaid the way it was begun; the kernel path
+                 * (which leaves no debt in the ledger) may be taken after a later restart. */
+                t->enforcement = BORROW_ENFORCEMENT_USERSPACE;
                 (void) borrow_target_arm(t, slice_cpu_quota_period(s));
+        }
 }
 
 static void restore_proxy(BorrowManager *m, BorrowStateEntry *e) {
@@ -307,8 +311,14 @@ static void restore_proxy(BorrowManager *m, BorrowStateEntry *e) {
                 borrow_proxy_free(p);
                 return;
         }
-        /* The first sample charges what the helper spent while tonarid was down. */
-        (void) borrow_manager_start_sampling(m);
+        /* On the kernel path, its charge is found in place (or made again); otherwise the first
+         * sample charges what the helper spent while tonarid was down. */
+        r = borrow_proxy_setup_kernel(p, s, true);
+        if (r < 0)
+                log_warning_errno(r, "Proxy %" PRIu32 ": failed to have the kernel charge process %i to slice '%s', "
+                                  "sampling it instead: %m", e->id, (int) e->pid, e->name);
+        if (r <= 0)
+                (void) borrow_manager_start_sampling(m);
 }
 
 typedef struct Entries {

@@ -59,6 +59,7 @@ void borrow_target_free(BorrowTarget *t) {
         free(t->name);
         free(t->limit_cgroup);
         free(t->boundary_cgroup);
+        free(t->kernel_cgroup);
         free(t);
 }
 
@@ -74,7 +75,7 @@ Slice *borrow_target_slice(BorrowTarget *t) {
 }
 
 /* The quota per period the ledger works against: CPUQuota=, or the CPUs the slice may use. */
-static void target_quota(BorrowTarget *t, Slice *s, usec_t *ret_quota, usec_t *ret_period) {
+void borrow_target_quota(BorrowTarget *t, Slice *s, usec_t *ret_quota, usec_t *ret_period) {
         const CGroupSettings *c = &s->settings;
         usec_t period = slice_cpu_quota_period(s);
         unsigned n;
@@ -203,7 +204,7 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 target_overrun(t, t->period_usec);
         debt = t->account.debt_usec;
 
-        target_quota(t, s, &quota, &period);
+        borrow_target_quota(t, s, &quota, &period);
         limit = borrow_account_period(&t->account, &m->policy, quota);
         want = limit < quota ? limit : USEC_INFINITY;
         t->quota_usec = quota;
@@ -319,6 +320,23 @@ int borrow_target_charge(BorrowManager *m, Slice *s, usec_t usec, bool durable) 
                 if (r < 0)
                         return r;
                 created = true;
+        }
+        r = borrow_target_prepare(t, s);
+        if (r < 0) {
+                if (created)
+                        borrow_target_free(t);
+                return r;
+        }
+        if (t->enforcement == BORROW_ENFORCEMENT_KERNEL) {
+                /* The debt is the kernel's now: it survives a crash of tonarid without the state
+                 * file, which keeps only the counters (within BORROW_SAVE_USEC). */
+                if (usec > BORROW_CHARGE_MAX_USEC)
+                        return -ERANGE;
+                r = borrow_target_kernel_charge(t, usec);
+                if (r < 0)
+                        return r;
+                borrow_manager_mark_dirty(m);
+                return 0;
         }
         before = t->account;
         r = borrow_account_charge(&t->account, &m->policy, usec, NULL);

@@ -7,6 +7,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "borrow-kernel-policy.h"
 #include "borrow-ledger.h"
 #include "macro.h"
 #include "slice.h"
@@ -33,6 +34,7 @@ typedef struct BorrowProxy BorrowProxy;
 
 typedef struct BorrowSettings {
         BorrowPolicy policy;
+        BorrowEnforcementMode enforcement; /* [Borrow] Enforcement= */
         const char *state_file; /* NULL: nothing persisted */
         /* Who may call ChargeCPU() besides root ([Borrow] AllowUsers=, AllowGroups=). */
         const uint32_t *allow_uids;
@@ -56,6 +58,8 @@ typedef struct BorrowStats {
         uint64_t n_state_writes;   /* state file written */
         uint64_t n_journal_writes; /* lines appended to its journal */
         usec_t state_write_usec;   /* time spent writing both */
+        uint64_t n_kernel_targets; /* slices enforced by the kernel (counted when asked) */
+        uint64_t n_kernel_writes;  /* writes to cpu.cfs_borrowing_us and cpu.cfs_charge_procs */
 } BorrowStats;
 
 /* The counters of m; all zero for m NULL (borrowing unavailable). */

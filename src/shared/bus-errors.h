@@ -10,6 +10,7 @@
 #define TONARI_ERROR_JOB_FAILED "org.tonari.Error.JobFailed"
 #define TONARI_ERROR_NO_SUCH_PROXY "org.tonari.Error.NoSuchProxy"
 #define TONARI_ERROR_PROXY_EXISTS "org.tonari.Error.ProxyExists"
+#define TONARI_ERROR_KERNEL_CHARGE_REFUSED "org.tonari.Error.KernelChargeRefused"
 
 /* tonari-imagefs's errors; each is explained in org.tonari.ImageFS1(5). */
 #define TONARI_ERROR_NO_SUCH_IMAGE "org.tonari.Error.NoSuchImage"
