@@ -21,6 +21,22 @@ static const char *fmt_usec(char buf[static FORMAT_TIMESPAN_MAX], uint64_t u) {
         return format_timespan(buf, FORMAT_TIMESPAN_MAX, u, USEC_PER_MSEC / 10);
 }
 
+/* The bus borrow_list() reads each slice's Enforcement property on (not part of ListBorrowing()). */
+static sd_bus *enforcement_bus;
+
+/* "kernel", "userspace", or "" for a slice never charged; NULL if it cannot be read. */
+static char *slice_enforcement(const char *name) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *path = NULL;
+        char *v = NULL;
+
+        if (!enforcement_bus || sd_bus_path_encode("/org/tonari/slice", name, &path) < 0 ||
+            sd_bus_get_property_string(enforcement_bus, "org.tonari.Manager1", path, "org.tonari.Borrowing1",
+                                       "Enforcement", &error, &v) < 0)
+                return NULL;
+        return v;
+}
+
 /* ListBorrowing() → a(sttttttttttt): name, borrowed, debt, repaid, forgiven, shortened, limit, period,
  * forgiven for the debt cap, for the floor, for overrun, and dropped. */
 static int borrow_row(sd_bus_message *reply, Table *t, json_object *o) {
@@ -42,11 +58,13 @@ static int borrow_row(sd_bus_message *reply, Table *t, json_object *o) {
         (void) snprintf(why, sizeof(why), "%s", forgiven == 0 ? ""
                         : fcap >= ffloor && fcap >= foverrun ? "debt-cap"
                         : ffloor >= foverrun ? "floor" : "overrun");
+        _cleanup_free_ char *enforcement = slice_enforcement(name);
         r = table_add_row(t, name, fmt_usec(b, borrowed), fmt_usec(d, debt), fmt_usec(rp, repaid),
                           fmt_usec(f, forgiven), forgiven == 0 ? NULL : why, fmt_usec(dr, dropped), sh,
-                          limit == UINT64_MAX ? NULL : l);
+                          limit == UINT64_MAX ? NULL : l, isempty(enforcement) ? NULL : enforcement);
         if (r < 0)
                 return -ENOMEM;
+        json_object_object_add(o, "enforcement", isempty(enforcement) ? NULL : json_object_new_string(enforcement));
 
         json_object_object_add(o, "slice", json_object_new_string(name));
         json_object_object_add(o, "borrowed_usec", json_object_new_uint64(borrowed));
@@ -65,15 +83,22 @@ static int borrow_row(sd_bus_message *reply, Table *t, json_object *o) {
 }
 
 static int borrow_list(int argc, char *argv[]) {
-        Table *t = table_new(9, "SLICE", "BORROWED", "DEBT", "REPAID", "FORGIVEN", "WHY", "DROPPED", "SHORTENED",
-                             "LIMIT");
+        Table *t = table_new(10, "SLICE", "BORROWED", "DEBT", "REPAID", "FORGIVEN", "WHY", "DROPPED", "SHORTENED",
+                             "LIMIT", "ENFORCEMENT");
+        int r;
 
-        return print_manager_list("ListBorrowing", "list borrowing", "(sttttttttttt)", t, borrow_row, "slices",
+        /* Without it the column shows "-"; the list itself reports any bus error. */
+        (void) connect_bus(&enforcement_bus);
+        r = print_manager_list("ListBorrowing", "list borrowing", "(sttttttttttt)", t, borrow_row, "slices",
                                   "FORGIVEN: written off by policy; WHY: the largest reason (debt-cap: charges beyond\n"
                                   "MaxDebtSec=; floor: the quota (MinQuotaSec=) a slice keeps in debt; overrun: a debt\n"
                                   "of overrun alone).\n"
                                   "DROPPED: helper CPU time proxies saw but could not charge.\n"
-                                  "LIMIT: the shortened quota per period in force while a slice repays its debt.");
+                                  "LIMIT: the shortened quota per period in force while a slice repays its debt.\n"
+                                  "ENFORCEMENT: kernel (tonari's kernel repays debts and charges helper processes as\n"
+                                  "they run) or userspace (a shortened quota written every period).");
+        enforcement_bus = sd_bus_flush_close_unref(enforcement_bus);
+        return r;
 }
 
 static int borrow_charge(int argc, char *argv[]) {

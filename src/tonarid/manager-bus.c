@@ -122,6 +122,14 @@ static int append_status(sd_bus_message *reply, void *userdata) {
         if (r < 0)
                 return r;
         /* What keeping the ledger durable costs: state file writes and the time spent on them. */
+        /* Which path borrowing may take ([Borrow] Enforcement=), how many slices the kernel enforces
+         * and the writes to its files. */
+        r = sd_bus_message_append(reply, "{sv}{sv}{sv}", "BorrowEnforcement", "s",
+                                  borrow_enforcement_mode_to_string(m->config.borrow_enforcement), "BorrowKernelTargets",
+                                  "u", (uint32_t) stats.n_kernel_targets, "BorrowKernelWrites", "t",
+                                  stats.n_kernel_writes);
+        if (r < 0)
+                return r;
         r = sd_bus_message_append(reply, "{sv}{sv}{sv}", "BorrowStateWrites", "t", stats.n_state_writes,
                                   "BorrowJournalWrites", "t", stats.n_journal_writes,
                                   "BorrowStateWriteUSec", "t", stats.state_write_usec);

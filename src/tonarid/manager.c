@@ -124,6 +124,7 @@ static void borrow_settings(const Manager *m, char *state_file, size_t size, Bor
                 .policy = { .floor_usec = m->config.borrow_min_quota_usec,
                             .max_debt_usec = m->config.borrow_max_debt_usec,
                             .repay_percent = m->config.borrow_repay_percent },
+                .enforcement = m->config.borrow_enforcement,
                 .state_file = state_file,
                 .allow_uids = m->config.borrow_allow_users.ids,
                 .n_allow_uids = m->config.borrow_allow_users.n,

@@ -13,6 +13,9 @@
 static DEFINE_CONFIG_PARSE_ENUM(config_parse_slice_backend, SliceBackendType, slice_backend_type_from_string,
                                 "auto, systemd or cgroupfs")
 
+static DEFINE_CONFIG_PARSE_ENUM(config_parse_borrow_enforcement, BorrowEnforcementMode,
+                                borrow_enforcement_mode_from_string, "auto, kernel-paper or userspace")
+
 static const ConfigItem manager_config_table[] = {
         CONFIG_ITEM("Manager", "LogLevel", config_parse_log_level, ManagerConfig, log_level),
         CONFIG_ITEM("Manager", "LogTarget", config_parse_log_target, ManagerConfig, log_target),
@@ -22,6 +25,7 @@ static const ConfigItem manager_config_table[] = {
         CONFIG_ITEM("Borrow", "MinQuotaSec", config_parse_sec, ManagerConfig, borrow_min_quota_usec),
         CONFIG_ITEM("Borrow", "MaxDebtSec", config_parse_sec, ManagerConfig, borrow_max_debt_usec),
         CONFIG_ITEM("Borrow", "RepayPerPeriod", config_parse_percent, ManagerConfig, borrow_repay_percent),
+        CONFIG_ITEM("Borrow", "Enforcement", config_parse_borrow_enforcement, ManagerConfig, borrow_enforcement),
         CONFIG_ITEM("Borrow", "AllowUsers", config_parse_user_list, ManagerConfig, borrow_allow_users),
         CONFIG_ITEM("Borrow", "AllowGroups", config_parse_group_list, ManagerConfig, borrow_allow_groups),
         CONFIG_ITEM("HogLimiting", "MonitorIntervalSec", config_parse_sec, ManagerConfig, hog_interval_usec),
@@ -101,11 +105,13 @@ void manager_config_dump(const ManagerConfig *c, FILE *f) {
                 "[Borrow]\n"
                 "MinQuotaSec=%s\n"
                 "MaxDebtSec=%s\n"
-                "RepayPerPeriod=%u%%\n",
+                "RepayPerPeriod=%u%%\n"
+                "Enforcement=%s\n",
                 log_level_to_string(c->log_level), log_target_to_string(c->log_target), c->runtime_directory,
                 slice_backend_type_to_string(c->slice_backend), c->slice_cgroup_root,
                 format_timespan(a, sizeof(a), c->borrow_min_quota_usec, 1),
-                format_timespan(b, sizeof(b), c->borrow_max_debt_usec, 1), c->borrow_repay_percent);
+                format_timespan(b, sizeof(b), c->borrow_max_debt_usec, 1), c->borrow_repay_percent,
+                borrow_enforcement_mode_to_string(c->borrow_enforcement));
         dump_ids(f, "AllowUsers", &c->borrow_allow_users);
         dump_ids(f, "AllowGroups", &c->borrow_allow_groups);
         fprintf(f,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <syslog.h>
 
+#include "borrow-kernel-policy.h"
 #include "borrow-ledger.h"
 #include "conf-parser.h"
 #include "limiter-policy.h"
@@ -25,6 +26,7 @@ typedef struct ManagerConfig {
         usec_t borrow_min_quota_usec;       /* [Borrow] MinQuotaSec= */
         usec_t borrow_max_debt_usec;        /* [Borrow] MaxDebtSec= */
         unsigned borrow_repay_percent;      /* [Borrow] RepayPerPeriod= */
+        BorrowEnforcementMode borrow_enforcement; /* [Borrow] Enforcement= */
         ConfigIdList borrow_allow_users;    /* [Borrow] AllowUsers= */
         ConfigIdList borrow_allow_groups;   /* [Borrow] AllowGroups= */
         usec_t hog_interval_usec;           /* [HogLimiting] MonitorIntervalSec= */
@@ -42,7 +44,8 @@ typedef struct ManagerConfig {
  * gives the unit (kept across restarts by RuntimeDirectoryPreserve=yes, gone at reboot, as is
  * the debt it holds). MinQuotaSec=1ms: the smallest CFS quota the kernel takes. MaxDebtSec=10s:
  * see BORROW_MAX_DEBT_DEFAULT_USEC. RepayPerPeriod=50%: half the debt per period damps the swing
- * described in borrow-ledger.h and still clears a debt within a few periods. AllowUsers=/AllowGroups= empty: only root charges.
+ * described in borrow-ledger.h and still clears a debt within a few periods. Enforcement=auto: the kernel's
+ * borrowing files where tonari's kernel has them (borrow-kernel-policy.h), the userspace ledger elsewhere. AllowUsers=/AllowGroups= empty: only root charges.
  * [HogLimiting]: the seed paper's best settings (see LIMITER_PARAMS_DEFAULT): MonitorIntervalSec=3s (§5.2),
  * WindowSec=10s (§4), IOLimitBytesPerSec=5000000 (§5.1.1, 5 MB/s), CPUWeight=1 (§5.1.2).
  */
@@ -55,6 +58,7 @@ typedef struct ManagerConfig {
                           .borrow_min_quota_usec = BORROW_FLOOR_DEFAULT_USEC,                          \
                           .borrow_max_debt_usec = BORROW_MAX_DEBT_DEFAULT_USEC,                        \
                           .borrow_repay_percent = BORROW_REPAY_DEFAULT_PERCENT,                        \
+                          .borrow_enforcement = BORROW_ENFORCEMENT_MODE_AUTO,                          \
                           .hog_interval_usec = 3 * USEC_PER_SEC,                                       \
                           .hog_window_usec = 10 * USEC_PER_SEC,                                        \
                           .hog_io_limit_bytes_per_sec = 5000000,                                       \
