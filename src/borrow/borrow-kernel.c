@@ -69,7 +69,20 @@ int borrow_target_prepare(BorrowTarget *t, Slice *s) {
         if (t->enforcement == BORROW_ENFORCEMENT_KERNEL)
                 return target_ensure_quota(t, s);
 
-        if (m->enforcement_mode == BORROW_ENFORCEMENT_MODE_USERSPACE || !m->slices || !s->cgroup) {
+        /* A debt of the userspace ledger (or a limit it wrote) is finished the way it was begun. */
+        if (m->enforcement_mode == BORROW_ENFORCEMENT_MODE_USERSPACE || !m->slices || !s->cgroup ||
+            t->account.debt_usec > 0 || t->limit_usec != USEC_INFINITY) {
+                t->enforcement = BORROW_ENFORCEMENT_USERSPACE;
+                return 0;
+        }
+        /* A stock kernel, told by the slice's own cgroup where it has the cpu controller: no need
+         * to make the leaf of its scope just to look there. */
+        r = file_present(root_of(m), s->cgroup, "cpu.max");
+        if (r > 0)
+                r = file_present(root_of(m), s->cgroup, BORROWING_FILE);
+        else if (r == 0)
+                r = 1; /* no cpu controller there: look where the charge would go */
+        if (r == 0) {
                 t->enforcement = BORROW_ENFORCEMENT_USERSPACE;
                 return 0;
         }

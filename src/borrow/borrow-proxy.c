@@ -307,10 +307,13 @@ int borrow_proxy_setup_kernel(BorrowProxy *p, Slice *s, bool restoring) {
                 created = true;
         }
         r = borrow_target_prepare(t, s);
+        if (r < 0)
+                log_debug_errno(r, "Slice '%s': cannot tell whether the kernel enforces borrowing, sampling proxy "
+                                "%" PRIu32 ": %m", s->name, p->id);
         if (r < 0 || t->enforcement != BORROW_ENFORCEMENT_KERNEL || !t->on_behalf) {
                 if (created)
                         borrow_target_free(t);
-                return r < 0 ? r : 0;
+                return 0;
         }
         r = proxy_read(p, false, &cur);
         if (r < 0)

@@ -322,11 +322,11 @@ int borrow_target_charge(BorrowManager *m, Slice *s, usec_t usec, bool durable) 
                 created = true;
         }
         r = borrow_target_prepare(t, s);
-        if (r < 0) {
-                if (created)
-                        borrow_target_free(t);
-                return r;
-        }
+        if (r < 0)
+                /* Undecided (the cgroup could not be read): the ledger takes this charge, and its
+                 * debt keeps the target on the userspace path until repaid. */
+                log_debug_errno(r, "Slice '%s': cannot tell whether the kernel enforces borrowing, charging in "
+                                "userspace: %m", s->name);
         if (t->enforcement == BORROW_ENFORCEMENT_KERNEL) {
                 /* The debt is the kernel's now: it survives a crash of tonarid without the state
                  * file, which keeps only the counters (within BORROW_SAVE_USEC). */
