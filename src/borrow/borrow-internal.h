@@ -238,6 +238,8 @@ void borrow_proxy_free(BorrowProxy *p);
 int borrow_proxy_attach_helper(BorrowProxy *p, bool expect_start);
 /* On the kernel path, lets the kernel charge p's helper process (1), or leaves it to sampling (0). */
 int borrow_proxy_setup_kernel(BorrowProxy *p, Slice *s, bool restoring);
+/* t's kernel cgroup changed or went: its kernel-charged proxies follow it, or are sampled from now on. */
+void borrow_proxies_kernel_moved(BorrowManager *m, BorrowTarget *t);
 /* What p's helper has had charged so far. */
 uint64_t borrow_proxy_charged(BorrowProxy *p);
 /* Reads the helper's CPU time and charges what it spent since the last sample. */

@@ -335,6 +335,21 @@ int borrow_proxy_setup_kernel(BorrowProxy *p, Slice *s, bool restoring) {
         return 1;
 }
 
+void borrow_proxies_kernel_moved(BorrowManager *m, BorrowTarget *t) {
+        for (BorrowProxy *p = m->proxies, *next; p; p = next) {
+                next = p->next; /* a last sample may find the helper gone and remove p */
+                if (!p->kernel || !streq(p->target, t->name))
+                        continue;
+                if (t->enforcement == BORROW_ENFORCEMENT_KERNEL && t->on_behalf &&
+                    borrow_proxy_kernel_attach(p, t) >= 0)
+                        continue;
+                /* Sampled from here on; what the kernel charged so far is counted. */
+                proxy_sample(p, false);
+                p->kernel = false;
+                (void) borrow_manager_start_sampling(m);
+        }
+}
+
 int borrow_proxy_new(BorrowManager *m, uint32_t id, const char *target, pid_t pid, const char *cgroup,
                      BorrowProxy **ret) {
         BorrowProxy *p;

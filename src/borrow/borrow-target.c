@@ -333,10 +333,26 @@ int borrow_target_charge(BorrowManager *m, Slice *s, usec_t usec, bool durable) 
                 if (usec > BORROW_CHARGE_MAX_USEC)
                         return -ERANGE;
                 r = borrow_target_kernel_charge(t, usec);
-                if (r < 0)
+                if (r == -ENOENT) {
+                        /* The cgroup charged is gone (the slice's scope ended; the kernel dropped its
+                         * helpers' charges with it): decide again, and move the helpers along. */
+                        t->kernel_cgroup = mfree(t->kernel_cgroup);
+                        t->enforcement = BORROW_ENFORCEMENT_NONE;
+                        if (borrow_target_prepare(t, s) >= 0 && t->enforcement == BORROW_ENFORCEMENT_KERNEL)
+                                r = borrow_target_kernel_charge(t, usec);
+                        else
+                                t->enforcement = BORROW_ENFORCEMENT_USERSPACE;
+                        borrow_proxies_kernel_moved(m, t);
+                }
+                if (r >= 0) {
+                        borrow_manager_mark_dirty(m);
+                        return 0;
+                }
+                if (r != -ENOENT)
                         return r;
-                borrow_manager_mark_dirty(m);
-                return 0;
+                /* Nowhere in the kernel to put it now: the ledger keeps it, as on a stock kernel. */
+                t->enforcement = BORROW_ENFORCEMENT_USERSPACE;
+                borrow_proxies_kernel_moved(m, t);
         }
         before = t->account;
         r = borrow_account_charge(&t->account, &m->policy, usec, NULL);
