@@ -17,6 +17,11 @@
 #   inside    flood, each copier in its container's own slice: the kernel itself charges the
 #             copying to the container, which is what borrowing emulates (a reference, not a
 #             deployment: a runtime cannot put its log copier in the tenant's cgroup)
+#   kernel-on-behalf  (tonari's kernel) proxies, the kernel charging each copier to its
+#             container as it runs (cpu.cfs_charge_procs; [Borrow] Enforcement=auto)
+#   kernel-paper      (tonari's kernel) proxies sampled, debts repaid by the kernel
+#             (cpu.cfs_borrowing_us alone, the paper's interface; Enforcement=kernel-paper)
+# On tonari's kernel the other modes run with Enforcement=userspace, the stock kernel's path.
 # A borrowing mode may name the repayment to use, e.g. proxy@100 (RepayPerPeriod=100%, the paper's
 # rule) next to proxy@50; without it tonarid's configured value applies. The setting goes into a
 # drop-in, /etc/tonari/tonarid.conf.d/90-bench.conf, removed at the end.
@@ -32,7 +37,7 @@
 # the CPU time it reports itself at exit); the summary puts it beside the victim's ratio.
 #
 # usage: borrow-logflood-guest.sh [--n=2,3,4,5] [--floods=yes,lsmod,echo,burst3x20,slow1000]
-#                                 [--modes=none,proxy,lib] [--time=10] [--logcopy=PATH]
+#                                 [--modes=none,proxy,lib[,kernel-paper,kernel-on-behalf]] [--time=10] [--logcopy=PATH]
 #                                 [--logflood=PATH]
 set -eu
 set -o pipefail
@@ -111,22 +116,47 @@ cleanup_case() {
         rm -f "$work"/*.fifo "$work"/*.log
 }
 dropin=/etc/tonari/tonarid.conf.d/90-bench.conf
-# set_repay MODE: RepayPerPeriod= from MODE's @PERCENT suffix, else tonarid's own setting. (Cases
-# run in subshells: what is applied is remembered in a file.)
+# Whether the kernel has tonari's borrowing files (they show in every cgroup with the cpu controller).
+kernel_borrowing() {
+        compgen -G '/sys/fs/cgroup/*/cpu.cfs_charge_procs' >/dev/null
+}
+
+# set_repay MODE: RepayPerPeriod= from MODE's @PERCENT suffix, else tonarid's own setting, and
+# Enforcement= for MODE on tonari's kernel. (Cases run in subshells: what is applied is remembered
+# in a file.)
 set_repay() {
-        local want=
+        local want= enforcement= conf=
         [[ $1 == *@* ]] && want=${1#*@}
-        [[ $want == "$(cat "$work/repay" 2>/dev/null)" ]] && return 0
+        case "${1%@*}" in
+        kernel-on-behalf) enforcement=auto ;;
+        kernel-paper) enforcement=kernel-paper ;;
+        *) ! kernel_borrowing || enforcement=userspace ;;
+        esac
+        [[ "$want/$enforcement" == "$(cat "$work/repay" 2>/dev/null)" ]] && return 0
         if [[ -n $want ]]; then
                 [[ $want =~ ^[0-9]+$ ]] || { echo "bad repayment in mode '$1': expected MODE@PERCENT" >&2; return 2; }
+                conf+="RepayPerPeriod=$want%"$'\n'
+        fi
+        [[ -z $enforcement ]] || conf+="Enforcement=$enforcement"$'\n'
+        if [[ -n $conf ]]; then
                 mkdir -p "${dropin%/*}"
-                printf '[Borrow]\nRepayPerPeriod=%s%%\n' "$want" >"$dropin"
+                printf '[Borrow]\n%s' "$conf" >"$dropin"
         else
                 rm -f "$dropin"
         fi
         systemctl reload tonarid.service
         sleep 1
-        echo "$want" >"$work/repay"
+        echo "$want/$enforcement" >"$work/repay"
+}
+
+# charged_of SLICE: µs charged to a slice: what tonarid was told or sampled (BorrowedUSec) plus what
+# the kernel charged from helpers as they ran (charged_usec in the cpu.stat of tonari's kernel; the
+# bench's slices have CPUQuota=, so that is the slice's own cgroup).
+charged_of() {
+        local b k
+        b=$(busctl get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Borrowing1 BorrowedUSec | cut -d' ' -f2)
+        k=$(awk '$1 == "charged_usec" { print $2 }' "/sys/fs/cgroup/tonari.slice/tonari-$1.slice/cpu.stat" 2>/dev/null || true)
+        echo $((b + ${k:-0}))
 }
 trap 'cleanup_case; rm -rf "$work"; [[ ! -e $dropin ]] || { rm -f "$dropin"; systemctl reload tonarid.service; }' EXIT
 
@@ -148,8 +178,7 @@ record_charges() {
         for ((i = 1; i < n; i++)); do
                 spent=$(awk '$1 == "usage_usec" { print $2 }' \
                         "/sys/fs/cgroup$(systemctl show -P ControlGroup "bench-log-c$i.scope")/cpu.stat")
-                charged=$(busctl get-property org.tonari.Manager1 "/org/tonari/slice/c$i" org.tonari.Borrowing1 BorrowedUSec |
-                        cut -d' ' -f2)
+                charged=$(charged_of "c$i")
                 echo "CHARGE n=$n flood=$flood mode=$mode slice=c$i copier_usec=$spent charged_usec=$charged" \
                         "charged/copier=$(awk -v c="$charged" -v s="$spent" 'BEGIN { printf "%.2f", s ? c / s : 0 }')" \
                         >>"$work/charges"
@@ -190,7 +219,7 @@ cpu_snapshot() {
                 copiers=$((copiers + $(usage_of "bench-log-c$i.scope")))
                 read -r c r o f d < <(busctl get-property org.tonari.Manager1 "/org/tonari/slice/c$i" org.tonari.Borrowing1 \
                         BorrowedUSec RepaidUSec OverrunUSec ForgivenUSec DebtUSec | awk '{ printf "%s ", $2 } END { print "" }')
-                charged=$((charged + c))
+                charged=$((charged + $(charged_of "c$i")))
                 repaid=$((repaid + r))
                 overrun=$((overrun + o))
                 forgiven=$((forgiven + f))
@@ -237,12 +266,12 @@ run_case() {
                 copiers+=("$copier")
                 # systemd-run --scope and sh exec the copier in place: the PID is the copier's.
                 wait_exec "$copier" tonari-logcopy
-                if [[ $mode == proxy ]]; then
+                if [[ $mode == proxy || $mode == kernel-on-behalf || $mode == kernel-paper ]]; then
                         tonarictl borrow add-proxy "c$i" "$copier" >/dev/null
                 elif [[ $mode == proxycg ]]; then
                         tonarictl borrow add-proxy "c$i" "$(systemctl show -P ControlGroup "bench-log-c$i.scope")" >/dev/null
                 fi
-                life0+=("$(usage_of "bench-log-c$i.scope") $(bprop "c$i" BorrowedUSec)")
+                life0+=("$(usage_of "bench-log-c$i.scope") $(charged_of "c$i")")
                 start_in_slice "c$i" "dd if=/dev/zero of=/dev/null & $(flood_command "$flood")" "$work/c$i.fifo" >/dev/null
                 exec {hold}<&-
         done
@@ -293,7 +322,7 @@ run_case() {
                 for ((i = 1; i < n; i++)); do
                         read -r s0 c0 <<<"${life0[i - 1]}"
                         u=$(usage_of "bench-log-c$i.scope")
-                        b=$(bprop "c$i" BorrowedUSec)
+                        b=$(charged_of "c$i")
                         spent=$((spent + u - s0))
                         charged=$((charged + b - c0))
                         before_reg=$((before_reg + s0))
