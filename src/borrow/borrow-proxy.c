@@ -20,6 +20,7 @@
 #include "string-util.h"
 
 static void borrow_proxy_log_removed(BorrowProxy *p, const char *reason);
+static void proxy_kernel_count(BorrowProxy *p);
 
 /* Forgets the proxies of the slice name/slice_id (removed); not written yet. */
 void borrow_proxies_drop(BorrowManager *m, const char *name, uint64_t slice_id, const char *why) {
@@ -30,6 +31,7 @@ void borrow_proxies_drop(BorrowManager *m, const char *name, uint64_t slice_id, 
                 if (streq(p->target, name) && (p->slice_id == 0 || p->slice_id == slice_id)) {
                         /* The kernel stops charging a removed cgroup by itself; a cgroup still
                          * there (a slice of the same name made again) must not be charged on. */
+                        proxy_kernel_count(p);
                         (void) borrow_proxy_kernel_detach(p);
                         borrow_proxy_log_removed(p, why);
                         borrow_proxy_free(p);
@@ -134,6 +136,7 @@ int borrow_manager_remove_proxy(BorrowManager *m, BorrowProxy *p, const char *re
         int r;
 
         /* The kernel's charge first: if it cannot be stopped, the proxy stays and the caller is told. */
+        proxy_kernel_count(p);
         r = borrow_proxy_kernel_detach(p);
         if (r < 0)
                 return r;
@@ -452,6 +455,16 @@ int borrow_manager_add_proxy(BorrowManager *m, Slice *s, pid_t pid, const char *
         }
         *ret = p;
         return 0;
+}
+
+/* A kernel-charged helper: what it ran since the last count is in charged_usec now. */
+static void proxy_kernel_count(BorrowProxy *p) {
+        usec_t cur;
+
+        if (!p->kernel || proxy_read(p, false, &cur) < 0 || cur < p->last_usec)
+                return;
+        p->charged_usec += cur - p->last_usec;
+        p->last_usec = cur;
 }
 
 /* What the proxy's helper has had charged: for a kernel-charged helper, its CPU time since the kernel began. */
