@@ -222,18 +222,37 @@ static const BorrowTarget *slice_target(BorrowManager *bm, Slice *s) {
         return t;
 }
 
+/*
+ * The account as callers see it: on the kernel path the debt is the kernel's (what
+ * cpu.cfs_borrowing_us says: charges handed over, and what on-behalf charges could not take from the
+ * current period), and what was handed over and is no longer outstanding has been repaid.
+ */
+static BorrowAccount target_view(BorrowTarget *t) {
+        BorrowAccount a = t ? t->account : zero_account;
+        usec_t debt = 0;
+
+        if (t && t->enforcement == BORROW_ENFORCEMENT_KERNEL && borrow_target_kernel_debt(t, &debt) >= 0) {
+                uint64_t owed = a.forgiven_usec + debt;
+
+                a.debt_usec += debt;
+                a.repaid_usec += a.borrowed_usec > owed ? a.borrowed_usec - owed : 0;
+        }
+        return a;
+}
+
 static int append_borrowing(sd_bus_message *reply, void *userdata) {
         BorrowManager *bm = userdata;
         int r;
 
         SLICE_MANAGER_FOREACH(s, bm->slices) {
-                const BorrowTarget *t;
-                const BorrowAccount *a;
+                BorrowTarget *t;
+                BorrowAccount view;
+                const BorrowAccount *a = &view;
 
                 if (s->state == SLICE_CREATING)
                         continue;
-                t = slice_target(bm, s);
-                a = t ? &t->account : &zero_account;
+                t = (BorrowTarget *) slice_target(bm, s);
+                view = target_view(t);
                 r = sd_bus_message_append(reply, "(sttttttttttt)", s->name, a->borrowed_usec, a->debt_usec,
                                           a->repaid_usec, a->forgiven_usec, a->periods_shortened,
                                           t ? t->limit_usec : USEC_INFINITY, t ? t->period_usec : 0,
@@ -272,8 +291,8 @@ static int property_get_account(sd_bus *bus, const char *path, const char *inter
         BorrowManager *bm = userdata;
         Slice *s = slice_manager_find_by_path(bm->slices, path);
         BorrowTarget *t = s ? (BorrowTarget *) slice_target(bm, s) : NULL;
-        const BorrowAccount *a = t ? &t->account : &zero_account;
-        usec_t kernel_debt = 0;
+        BorrowAccount view;
+        const BorrowAccount *a = &view;
         uint64_t v;
 
         (void) bus;
@@ -282,21 +301,13 @@ static int property_get_account(sd_bus *bus, const char *path, const char *inter
         if (streq(property, "Enforcement"))
                 return sd_bus_message_append(reply, "s",
                                              borrow_enforcement_to_string(t ? t->enforcement : BORROW_ENFORCEMENT_NONE));
-        /* On the kernel path the debt is the kernel's: what cpu.cfs_borrowing_us says, and what was
-         * handed over and is not outstanding any more has been repaid. */
-        if (t && t->enforcement == BORROW_ENFORCEMENT_KERNEL)
-                (void) borrow_target_kernel_debt(t, &kernel_debt);
+        view = target_view(t);
         if (streq(property, "BorrowedUSec"))
                 v = a->borrowed_usec;
         else if (streq(property, "DebtUSec"))
-                v = a->debt_usec + kernel_debt;
-        else if (streq(property, "RepaidUSec")) {
+                v = a->debt_usec;
+        else if (streq(property, "RepaidUSec"))
                 v = a->repaid_usec;
-                if (t && t->enforcement == BORROW_ENFORCEMENT_KERNEL) {
-                        uint64_t owed = a->forgiven_usec + kernel_debt;
-                        v += a->borrowed_usec > owed ? a->borrowed_usec - owed : 0;
-                }
-        }
         else if (streq(property, "ForgivenUSec"))
                 v = a->forgiven_usec;
         else if (streq(property, "ForgivenCapUSec"))
