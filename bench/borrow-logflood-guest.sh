@@ -116,9 +116,12 @@ cleanup_case() {
         rm -f "$work"/*.fifo "$work"/*.log
 }
 dropin=/etc/tonari/tonarid.conf.d/90-bench.conf
-# Whether the kernel has tonari's borrowing files (they show in every cgroup with the cpu controller).
+# Whether the kernel has tonari's borrowing files. They show only in cgroups with the cpu
+# controller, which before the first slice may be none: the test bed's kernel command line tells too.
 kernel_borrowing() {
-        compgen -G '/sys/fs/cgroup/*/cpu.cfs_charge_procs' >/dev/null
+        compgen -G '/sys/fs/cgroup/*/cpu.cfs_charge_procs' >/dev/null ||
+                compgen -G '/sys/fs/cgroup/*/*/cpu.cfs_charge_procs' >/dev/null ||
+                [[ " $(</proc/cmdline) " == *" tonari.kernel=custom "* ]]
 }
 
 # set_repay MODE: RepayPerPeriod= from MODE's @PERCENT suffix, else tonarid's own setting, and
