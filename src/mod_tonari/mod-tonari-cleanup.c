@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "alloc-util.h"
@@ -39,17 +38,11 @@
 #include "proc-util.h"
 #include "string-util.h"
 #include "strv.h"
+#include "time-util.h"
 
 /* How long the processes may take to die after SIGKILL (exiting threads, a TCG guest). */
 #define DIE_TIMEOUT_USEC (20 * USEC_PER_SEC)
 #define POLL_USEC (10 * USEC_PER_MSEC)
-
-static usec_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (usec_t) ts.tv_sec * USEC_PER_SEC + (usec_t) ts.tv_nsec / 1000;
-}
 
 /* Whether the name below the unit's cgroup is one mod_tonari made (_home, _threads, a domain):
  * systemd's own (.control) start with a dot, and cgroup interface files are no directories. */
@@ -221,7 +214,7 @@ int main(int argc, char *argv[]) {
                 return log_error_errno(r, "Cannot list '%s': %m", root), 1;
 
         /* systemd has sent SIGKILL already; a process it missed gets it here. */
-        deadline = now_usec() + DIE_TIMEOUT_USEC;
+        deadline = now(CLOCK_MONOTONIC) + DIE_TIMEOUT_USEC;
         for (;;) {
                 bool busy = false;
 
@@ -231,7 +224,7 @@ int main(int argc, char *argv[]) {
                 }
                 if (!busy)
                         break;
-                if (now_usec() > deadline)
+                if (now(CLOCK_MONOTONIC) > deadline)
                         return log_error_errno(EBUSY, "Processes are still in '%s' after SIGKILL, leaving its cgroups", root), 1;
                 usleep(POLL_USEC);
         }
