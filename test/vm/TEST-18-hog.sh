@@ -67,10 +67,16 @@ testcase_cpu_hog_limit_confirm_restart_lift() {
         assert_eq 1 "$(cat "$g/cpu-limited/cpu.weight")"
         assert_match "memory" "$(cat "$g/cgroup.subtree_control")"
 
+        # tonarid judges a process first by its rates since it started (the paper's eq. 3): two
+        # started together on one CPU share it by chance at first, and their start-up counts. The
+        # hog runs alone for a while and the victim gets past its start-up before they are
+        # registered, so that the first round sees who the hog is.
         taskset -c 0 python3 "$LOAD" cpu &
         hog=$!
+        wait_cpu_usec "$hog" 500000
         taskset -c 0 python3 "$LOAD" cpu 100 50 &
         victim=$!
+        wait_cpu_usec "$victim" 300000
         tonarictl hog register h1 "$hog" "$victim"
         # The window (3 s) fills, then at most two intervals.
         wait_class "$hog" cpu-limited 10
