@@ -113,6 +113,17 @@ cpu_usec() {
         echo $((ticks * 1000000 / $(getconf CLK_TCK)))
 }
 
+# kill_and_wait PID...: SIGKILL and wait (at most 10 s each) until each is gone. A process in a
+# cgroup held at a small CPU quota runs (and so dies) only when the kernel gives it CPU again, which
+# after an overrun of the quota can take several periods.
+kill_and_wait() {
+        local p
+        kill -KILL "$@" 2>/dev/null || true
+        for p in "$@"; do
+                timeout 10 tail --pid="$p" -f /dev/null || true
+        done
+}
+
 # wait_cpu_usec PID USEC: waits (at most 30 s) until the process has used USEC of CPU time.
 wait_cpu_usec() {
         local i

@@ -22,17 +22,6 @@ bprop() {
         busctl get-property org.tonari.Manager1 "/org/tonari/slice/$1" org.tonari.Borrowing1 "$2" | cut -d' ' -f2
 }
 
-# kill_and_wait PID...: SIGKILL and wait until each is gone. A process in a slice held at the
-# floor runs (and so dies) only when the kernel gives it CPU again, which after an overrun of the
-# 1 ms quota can take several periods.
-kill_and_wait() {
-        local p
-        kill -KILL "$@" 2>/dev/null || true
-        for p in "$@"; do
-                timeout 10 tail --pid="$p" -f /dev/null || true
-        done
-}
-
 testcase_install() {
         # shellcheck disable=SC2046
         DEBIAN_FRONTEND=noninteractive apt-get install -y $(find "$A" -name 'tonari_*.deb' -o -name 'libtonari0_*.deb')

@@ -45,14 +45,6 @@ wait_for_tonarid() {
         return 1
 }
 
-kill_and_wait() {
-        local p
-        kill -KILL "$@" 2>/dev/null || true
-        for p in "$@"; do
-                timeout 10 tail --pid="$p" -f /dev/null || true
-        done
-}
-
 testcase_install() {
         # shellcheck disable=SC2046
         DEBIAN_FRONTEND=noninteractive apt-get install -y $(find "$A" -name 'tonari_*.deb' -o -name 'libtonari0_*.deb')
