@@ -267,30 +267,51 @@ int print_features(json_object *status) {
         return table_print(t, stdout, arg_legend);
 }
 
-/*
- * Calls a method that only reads. Reading must not start the daemon through D-Bus activation, so
- * auto-start is off: a stopped tonarid is reported as not running (exit 3) instead.
- */
-int call_read_only(sd_bus *bus, const char *path, const char *interface, const char *member,
-                   sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...) {
+static int call_read_onlyv(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                           const char *member, sd_bus_error *error, sd_bus_message **ret_reply, const char *types,
+                           va_list ap) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
-        va_list ap;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &call, BUS_NAME, path, interface, member);
+        r = sd_bus_message_new_method_call(bus, &call, destination, path, interface, member);
         if (r < 0)
                 return r;
         r = sd_bus_message_set_auto_start(call, false);
         if (r < 0)
                 return r;
         if (types) {
-                va_start(ap, types);
                 r = sd_bus_message_appendv(call, types, ap);
-                va_end(ap);
                 if (r < 0)
                         return r;
         }
         return sd_bus_call(bus, call, 0, error, ret_reply);
+}
+
+/*
+ * Calls a method of tonarid that only reads. Reading must not start the daemon through D-Bus
+ * activation, so auto-start is off: a stopped tonarid is reported as not running (exit 3) instead.
+ */
+int call_read_only(sd_bus *bus, const char *path, const char *interface, const char *member,
+                   sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, types);
+        r = call_read_onlyv(bus, BUS_NAME, path, interface, member, error, ret_reply, types, ap);
+        va_end(ap);
+        return r;
+}
+
+/* The same for another service (tonari-imagefs). */
+int call_read_only_on(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                      const char *member, sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, types);
+        r = call_read_onlyv(bus, destination, path, interface, member, error, ret_reply, types, ap);
+        va_end(ap);
+        return r;
 }
 
 int call_manager_read_only(const char *member, const char *what, sd_bus **ret_bus, sd_bus_message **ret_reply) {

@@ -83,6 +83,8 @@ int print_features(json_object *status);
 /* A method call that must not start tonarid through D-Bus activation (auto-start off). */
 int call_read_only(sd_bus *bus, const char *path, const char *interface, const char *member,
                    sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...);
+int call_read_only_on(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                      const char *member, sd_bus_error *error, sd_bus_message **ret_reply, const char *types, ...);
 /* Connects, and calls tonarid's method member without arguments, read-only; a failure is reported as
  * "Failed to <what>". *ret_bus is the connection the reply came on. */
 int call_manager_read_only(const char *member, const char *what, sd_bus **ret_bus, sd_bus_message **ret_reply);

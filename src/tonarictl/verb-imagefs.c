@@ -119,7 +119,7 @@ int image_unmount(int argc, char *argv[]) {
 
 int image_mounts(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(table_freep) Table *t = NULL;
         _cleanup_json_ json_object *j = NULL;
@@ -129,14 +129,8 @@ int image_mounts(int argc, char *argv[]) {
         r = connect_bus(&bus);
         if (r < 0)
                 return r;
-        /* Reading must not start the daemon through D-Bus activation. */
-        r = sd_bus_message_new_method_call(bus, &call, IMAGEFS_BUS_NAME, IMAGEFS_PATH, IMAGEFS_INTERFACE,
-                                           "ListMounts");
-        if (r >= 0)
-                r = sd_bus_message_set_auto_start(call, false);
-        if (r < 0)
-                return log_error_errno(r, "Failed to build the call: %m");
-        r = sd_bus_call(bus, call, 0, &error, &reply);
+        r = call_read_only_on(bus, IMAGEFS_BUS_NAME, IMAGEFS_PATH, IMAGEFS_INTERFACE, "ListMounts", &error, &reply,
+                              NULL);
         if (r < 0)
                 return report("list the mounts of tonari-imagefs", &error, r);
 
@@ -213,7 +207,7 @@ static uint64_t get_uint64(json_object *o, const char *key) {
 
 int image_status(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_json_ json_object *status = NULL;
         char used[FORMAT_BYTES_MAX], max[FORMAT_BYTES_MAX], timeout[FORMAT_TIMESPAN_MAX];
@@ -223,16 +217,8 @@ int image_status(int argc, char *argv[]) {
         r = connect_bus(&bus);
         if (r < 0)
                 return r;
-        /* Reading must not start the daemon through D-Bus activation. */
-        r = sd_bus_message_new_method_call(bus, &call, IMAGEFS_BUS_NAME, IMAGEFS_PATH,
-                                           "org.freedesktop.DBus.Properties", "GetAll");
-        if (r >= 0)
-                r = sd_bus_message_append(call, "s", IMAGEFS_INTERFACE);
-        if (r >= 0)
-                r = sd_bus_message_set_auto_start(call, false);
-        if (r < 0)
-                return log_error_errno(r, "Failed to build the call: %m");
-        r = sd_bus_call(bus, call, 0, &error, &reply);
+        r = call_read_only_on(bus, IMAGEFS_BUS_NAME, IMAGEFS_PATH, "org.freedesktop.DBus.Properties", "GetAll",
+                              &error, &reply, "s", IMAGEFS_INTERFACE);
         if (r < 0)
                 return report("get the status of tonari-imagefs", &error, r);
         r = bus_message_read_json(reply, &status);
