@@ -113,6 +113,17 @@ cpu_usec() {
         echo $((ticks * 1000000 / $(getconf CLK_TCK)))
 }
 
+# wait_for_tonarid: (VM tests, system bus) at most 10 s until tonarid.service is active again after
+# a restart or crash and tonarid owns its name on the bus.
+wait_for_tonarid() {
+        for _ in $(seq 100); do
+                [[ $(systemctl is-active tonarid.service) == active ]] && busctl status org.tonari.Manager1 >/dev/null 2>&1 &&
+                        return 0
+                sleep 0.1
+        done
+        return 1
+}
+
 # kill_and_wait PID...: SIGKILL and wait (at most 10 s each) until each is gone. A process in a
 # cgroup held at a small CPU quota runs (and so dies) only when the kernel gives it CPU again, which
 # after an overrun of the quota can take several periods.

@@ -125,16 +125,6 @@ testcase_debt_survives_restart() {
         tonarictl slice remove b3
 }
 
-# wait_for_tonarid: until systemd restarted tonarid after a crash and it owns its name again.
-wait_for_tonarid() {
-        for _ in $(seq 100); do
-                [[ $(systemctl is-active tonarid.service) == active ]] && busctl status org.tonari.Manager1 >/dev/null 2>&1 &&
-                        return 0
-                sleep 0.1
-        done
-        return 1
-}
-
 # A crash right after the answer loses no acknowledged charge or proxy, and a slice made again
 # after a removal owes nothing, also across the crash (the state is written before the answer and
 # names the slice's cgroup id).

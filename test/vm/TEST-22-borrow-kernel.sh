@@ -36,15 +36,6 @@ charged_usec() {
         awk '$1 == "charged_usec" { print $2 }' "$1/cpu.stat"
 }
 
-wait_for_tonarid() {
-        for _ in $(seq 100); do
-                [[ $(systemctl is-active tonarid.service) == active ]] && busctl status org.tonari.Manager1 >/dev/null 2>&1 &&
-                        return 0
-                sleep 0.1
-        done
-        return 1
-}
-
 testcase_install() {
         # shellcheck disable=SC2046
         DEBIAN_FRONTEND=noninteractive apt-get install -y $(find "$A" -name 'tonari_*.deb' -o -name 'libtonari0_*.deb')
