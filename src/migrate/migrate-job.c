@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -544,6 +545,12 @@ int migrate_manager_new(sd_event *event, sd_bus *bus, SliceManager *slices, cons
         resume_jobs(m);
         *ret = m;
         return 0;
+}
+
+void migrate_manager_set_defaults(MigrateManager *m, const MigrateDefaults *d) {
+        assert(m);
+        assert(d);
+        m->defaults = *d;
 }
 
 MigrateManager *migrate_manager_free(MigrateManager *m) {

@@ -53,6 +53,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(MigrateManager *, migrate_manager_free);
 
 size_t migrate_manager_count(MigrateManager *m) _pure_;
 
+/*
+ * The policy and tunables of the jobs started from now on by a change of AllowedMemoryNodes= and
+ * the starting point of MigrateMemory()'s options (tonarid.conf [Migration]; MIGRATE_DEFAULTS
+ * until set). Jobs already running keep theirs. d must pass migrate_tunables_validate().
+ */
+void migrate_manager_set_defaults(MigrateManager *m, const MigrateDefaults *d);
+
 /* D-Bus (migrate-bus.c): methods of org.tonari.Manager1; userdata points at the MigrateManager pointer. */
 int bus_migrate_method_migrate_memory(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int bus_migrate_method_list_jobs(sd_bus_message *m, void *userdata, sd_bus_error *error);

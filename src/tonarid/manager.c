@@ -186,6 +186,8 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
                         limiter_settings(m, state_file, sizeof(state_file), &settings);
                         (void) limiter_manager_configure(m->limiter, &settings);
                 }
+                if (m->migrate) /* for the jobs started from now on */
+                        migrate_manager_set_defaults(m->migrate, &m->config.migrate);
                 log_info("Reloaded configuration from '%s'.", m->config_path);
                 if (m->bus)
                         (void) sd_bus_emit_properties_changed(m->bus, TONARI_MANAGER_PATH,
@@ -325,6 +327,7 @@ static int manager_start_migration(Manager *m) {
                                 &m->migrate);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up memory migration: %m");
+        migrate_manager_set_defaults(m->migrate, &m->config.migrate);
         /* Before Linux 6.5 move_pages(2) cannot see a page waiting for a NUMA hinting fault: the
          * jobs count such pages as failed and the kernel moves them when cpuset.mems narrows. */
         if (read_one_line_file("/proc/sys/kernel/numa_balancing", &balancing) >= 0 && !streq(balancing, "0"))

@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "alloc-util.h"
+#include "parse-util.h"
 #include "string-util.h"
 
 #include "conf-parser.h"
@@ -15,6 +16,71 @@ static DEFINE_CONFIG_PARSE_ENUM(config_parse_slice_backend, SliceBackendType, sl
 
 static DEFINE_CONFIG_PARSE_ENUM(config_parse_borrow_enforcement, BorrowEnforcementMode,
                                 borrow_enforcement_mode_from_string, "auto, kernel-paper or userspace")
+
+static DEFINE_CONFIG_PARSE_ENUM(config_parse_memory_migration, MigratePolicy, migrate_policy_from_string,
+                                "eager, periodical, severe or mild")
+
+/* [Migration]'s numbers are checked by migrate_tunables_validate(), as MigrateMemory()'s options are. */
+static int check_migration(const char *file, unsigned line, const char *key, const char *value, uint64_t batch_pages,
+                           uint64_t interval_usec, uint64_t budget_percent) {
+        char msg[256];
+
+        if (migrate_tunables_validate(batch_pages, interval_usec, budget_percent, msg, sizeof(msg)) >= 0)
+                return 0;
+        _cleanup_free_ char *e = cescape(value);
+        return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': %s", file, line, key, strna(e), msg);
+}
+
+static int config_parse_migration_batch_pages(const char *file, unsigned line, const char *section, const char *key,
+                                              const char *value, void *data) {
+        uint64_t *u = data, v;
+
+        (void) section;
+        if (safe_atou64(value, &v) < 0) {
+                _cleanup_free_ char *e = cescape(value);
+                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected a number of pages.", file, line,
+                                       key, strna(e));
+        }
+        if (check_migration(file, line, key, value, v, MIGRATE_INTERVAL_USEC_DEFAULT, 0) < 0)
+                return -EINVAL;
+        *u = v;
+        return 0;
+}
+
+static int config_parse_migration_interval(const char *file, unsigned line, const char *section, const char *key,
+                                           const char *value, void *data) {
+        usec_t v;
+        int r;
+
+        r = config_parse_sec(file, line, section, key, value, &v);
+        if (r < 0)
+                return r;
+        if (check_migration(file, line, key, value, MIGRATE_BATCH_PAGES_DEFAULT, v, 0) < 0)
+                return -EINVAL;
+        *(usec_t *) data = v;
+        return 0;
+}
+
+/* "10%" as RepayPerPeriod= takes it, or "10" as tonarictl's MigrationCPUBudget= does; 0: no budget. */
+static int config_parse_migration_cpu_budget(const char *file, unsigned line, const char *section, const char *key,
+                                             const char *value, void *data) {
+        unsigned *u = data, v;
+        int r;
+
+        (void) section;
+        r = parse_percent_unbounded(value);
+        if (r >= 0)
+                v = (unsigned) r;
+        else if (safe_atou(value, &v) < 0) {
+                _cleanup_free_ char *e = cescape(value);
+                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected a percentage such as 10%%.",
+                                       file, line, key, strna(e));
+        }
+        if (check_migration(file, line, key, value, MIGRATE_BATCH_PAGES_DEFAULT, MIGRATE_INTERVAL_USEC_DEFAULT, v) < 0)
+                return -EINVAL;
+        *u = v;
+        return 0;
+}
 
 static const ConfigItem manager_config_table[] = {
         CONFIG_ITEM("Manager", "LogLevel", config_parse_log_level, ManagerConfig, log_level),
@@ -35,6 +101,13 @@ static const ConfigItem manager_config_table[] = {
         CONFIG_ITEM("HogLimiting", "CPUWeight", config_parse_unsigned, ManagerConfig, hog_cpu_weight),
         CONFIG_ITEM("HogLimiting", "IdleLimitPercent", config_parse_percent, ManagerConfig, hog_waste_percent),
         CONFIG_ITEM("HogLimiting", "HoldOffSec", config_parse_sec, ManagerConfig, hog_holdoff_usec),
+        CONFIG_ITEM("Migration", "MemoryMigration", config_parse_memory_migration, ManagerConfig, migrate.policy),
+        CONFIG_ITEM("Migration", "MigrationBatchPages", config_parse_migration_batch_pages, ManagerConfig,
+                    migrate.batch_pages),
+        CONFIG_ITEM("Migration", "MigrationIntervalSec", config_parse_migration_interval, ManagerConfig,
+                    migrate.interval_usec),
+        CONFIG_ITEM("Migration", "MigrationCPUBudget", config_parse_migration_cpu_budget, ManagerConfig,
+                    migrate.cpu_budget_percent),
         {},
 };
 
@@ -125,4 +198,13 @@ void manager_config_dump(const ManagerConfig *c, FILE *f) {
                 c->hog_io_limit_bytes_per_sec, c->hog_cpu_weight);
         fprintf(f, "IdleLimitPercent=%u%%\nHoldOffSec=%s\n", c->hog_waste_percent,
                 format_timespan(a, sizeof(a), c->hog_holdoff_usec, 1));
+        fprintf(f,
+                "\n"
+                "[Migration]\n"
+                "MemoryMigration=%s\n"
+                "MigrationBatchPages=%" PRIu64 "\n"
+                "MigrationIntervalSec=%s\n"
+                "MigrationCPUBudget=%u%%\n",
+                migrate_policy_to_string(c->migrate.policy), c->migrate.batch_pages,
+                format_timespan(a, sizeof(a), c->migrate.interval_usec, 1), c->migrate.cpu_budget_percent);
 }

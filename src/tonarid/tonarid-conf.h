@@ -10,6 +10,7 @@
 #include "conf-parser.h"
 #include "limiter-policy.h"
 #include "log.h"
+#include "migrate-job.h"
 #include "slice.h"
 
 /*
@@ -35,6 +36,8 @@ typedef struct ManagerConfig {
         unsigned hog_cpu_weight;            /* [HogLimiting] CPUWeight= */
         unsigned hog_waste_percent;         /* [HogLimiting] IdleLimitPercent= */
         usec_t hog_holdoff_usec;            /* [HogLimiting] HoldOffSec= */
+        MigrateDefaults migrate;            /* [Migration] MemoryMigration=, MigrationBatchPages=,
+                                             * MigrationIntervalSec=, MigrationCPUBudget= */
 } ManagerConfig;
 
 /*
@@ -48,6 +51,7 @@ typedef struct ManagerConfig {
  * borrowing files where tonari's kernel has them (borrow-kernel-policy.h), the userspace ledger elsewhere. AllowUsers=/AllowGroups= empty: only root charges.
  * [HogLimiting]: the seed paper's best settings (see LIMITER_PARAMS_DEFAULT): MonitorIntervalSec=3s (§5.2),
  * WindowSec=10s (§4), IOLimitBytesPerSec=5000000 (§5.1.1, 5 MB/s), CPUWeight=1 (§5.1.2).
+ * [Migration]: MIGRATE_DEFAULTS, seed 002's: mild, n = 45000 pages, t = 1s, no CPU budget.
  */
 #define MANAGER_CONFIG_DEFAULTS                                                                        \
         ((ManagerConfig){ .log_level = LOG_INFO,                                                       \
@@ -64,7 +68,8 @@ typedef struct ManagerConfig {
                           .hog_io_limit_bytes_per_sec = 5000000,                                       \
                           .hog_cpu_weight = 1,                                                         \
                           .hog_waste_percent = 25,                                                     \
-                          .hog_holdoff_usec = 30 * USEC_PER_SEC })
+                          .hog_holdoff_usec = 30 * USEC_PER_SEC,                                       \
+                          .migrate = MIGRATE_DEFAULTS })
 
 /*
  * Loads path and the *.conf files in path.d/ over the defaults. On failure *ret is untouched and the error has

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,8 @@
 #include <unistd.h>
 
 #include "alloc-util.h"
+#include "fd-util.h"
+#include "fileio.h"
 #include "string-util.h"
 #include "strv.h"
 #include "tests.h"
@@ -113,6 +116,81 @@ START_TEST(test_hog_settings) {
 }
 END_TEST
 
+START_TEST(test_migration_settings) {
+        _cleanup_free_ char *p = NULL, *d = NULL;
+        ManagerConfig c;
+
+        setup();
+        p = put("tonarid.conf", "[Migration]\nMemoryMigration=severe\nMigrationBatchPages=1024\n");
+        d = strjoin(dir, "/tonarid.conf.d");
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        free(put("tonarid.conf.d/50-local.conf",
+                 "[Migration]\nMemoryMigration=periodical\nMigrationIntervalSec=500ms\nMigrationCPUBudget=10%\n"));
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert_int_eq(c.migrate.policy, MIGRATE_PERIODICAL);
+        ck_assert_uint_eq(c.migrate.batch_pages, 1024);
+        ck_assert_uint_eq(c.migrate.interval_usec, 500 * USEC_PER_MSEC);
+        ck_assert_uint_eq(c.migrate.cpu_budget_percent, 10);
+
+        /* The limits themselves, a bare number for the budget as tonarictl takes it, eager. */
+        free(put("tonarid.conf.d/50-local.conf", "[Migration]\nMemoryMigration=eager\nMigrationBatchPages=16777216\n"
+                                                  "MigrationIntervalSec=1ms\nMigrationCPUBudget=100\n"));
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert_int_eq(c.migrate.policy, MIGRATE_EAGER);
+        ck_assert_uint_eq(c.migrate.batch_pages, MIGRATE_BATCH_PAGES_MAX);
+        ck_assert_uint_eq(c.migrate.interval_usec, MIGRATE_INTERVAL_USEC_MIN);
+        ck_assert_uint_eq(c.migrate.cpu_budget_percent, 100);
+
+        /* Empty assignments go back to the built-in defaults (the drop-in above is still read). */
+        free(p);
+        p = put("tonarid.conf", "[Migration]\n");
+        free(put("tonarid.conf.d/50-local.conf", "[Migration]\nMigrationBatchPages=7\nMigrationBatchPages=\n"
+                                                  "MemoryMigration=severe\nMemoryMigration=\nMigrationCPUBudget=\n"));
+        ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert_int_eq(c.migrate.policy, MIGRATE_DEFAULTS.policy);
+        ck_assert_uint_eq(c.migrate.batch_pages, MIGRATE_BATCH_PAGES_DEFAULT);
+        ck_assert_uint_eq(c.migrate.interval_usec, MIGRATE_INTERVAL_USEC_DEFAULT);
+        ck_assert_uint_eq(c.migrate.cpu_budget_percent, 0);
+}
+END_TEST
+
+/* A refused [Migration] value is quoted, with migrate_tunables_validate()'s reason (the D-Bus path's). */
+START_TEST(test_migration_errors_quote_value) {
+        static const struct {
+                const char *text, *expected;
+        } cases[] = {
+                { "[Migration]\nMigrationBatchPages=0\n",
+                  ":2: Invalid MigrationBatchPages= value '0': Invalid MigrationBatchPages '0': must be 1..16777216 pages." },
+                { "[Migration]\n\nMigrationIntervalSec=2h\n",
+                  ":3: Invalid MigrationIntervalSec= value '2h': Invalid MigrationIntervalUSec '7200000000'" },
+                { "[Migration]\nMigrationCPUBudget=150%\n",
+                  ":2: Invalid MigrationCPUBudget= value '150%': Invalid MigrationCPUBudget '150': must be 1..100" },
+                { "[Migration]\nMemoryMigration=lazy\n",
+                  ":2: Invalid MemoryMigration= value 'lazy': expected eager, periodical, severe or mild." },
+                { "[Migration]\nMigrationBatchPages=4k\n",
+                  ":2: Invalid MigrationBatchPages= value '4k': expected a number of pages." },
+        };
+        _cleanup_free_ char *err = NULL;
+        ManagerConfig c;
+        int fd;
+
+        setup();
+        err = strjoin(dir, "/stderr");
+        ck_assert_ptr_nonnull(err);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                _cleanup_free_ char *p = put("tonarid.conf", cases[i].text), *out = NULL;
+
+                fd = open(err, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+                ck_assert_int_ge(fd, 0);
+                ck_assert_int_eq(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+                safe_close(fd);
+                ck_assert_int_eq(manager_config_load(p, &c, NULL), -EINVAL);
+                ck_assert_int_eq(read_full_file(err, &out, NULL), 0);
+                ck_assert_msg(strstr(out, cases[i].expected), "expected '%s' in: %s", cases[i].expected, out);
+        }
+}
+END_TEST
+
 START_TEST(test_invalid_values) {
         const char *bad[] = {
                 "[Manager]\nLogLevel=verbose\n",
@@ -129,6 +207,23 @@ START_TEST(test_invalid_values) {
                 "[Borrow]\nRepayPerPeriod=-5%\n",
                 "[HogLimiting]\nIdleLimitPercent=101%\n",
                 "[HogLimiting]\nHoldOffSec=soon\n",
+                "[Migration]\nMemoryMigration=lazy\n",
+                "[Migration]\nMemoryMigration=\x01\n",
+                "[Migration]\nMigrationBatchPages=0\n",
+                "[Migration]\nMigrationBatchPages=-1\n",
+                "[Migration]\nMigrationBatchPages=16777217\n",
+                "[Migration]\nMigrationBatchPages=18446744073709551616\n",
+                "[Migration]\nMigrationBatchPages=4k\n",
+                "[Migration]\nMigrationIntervalSec=0\n",
+                "[Migration]\nMigrationIntervalSec=999us\n",
+                "[Migration]\nMigrationIntervalSec=2h\n",
+                "[Migration]\nMigrationIntervalSec=infinity\n",
+                "[Migration]\nMigrationIntervalSec=-1s\n",
+                "[Migration]\nMigrationCPUBudget=101%\n",
+                "[Migration]\nMigrationCPUBudget=101\n",
+                "[Migration]\nMigrationCPUBudget=-5%\n",
+                "[Migration]\nMigrationCPUBudget=4294967296\n",
+                "[Migration]\nMigrationCPUBudget=ten\n",
         };
         ManagerConfig c = MANAGER_CONFIG_DEFAULTS, before;
 
@@ -208,4 +303,6 @@ START_TEST(test_systemd_like_syntax) {
 END_TEST
 
 TEST_SUITE("conf-parser", test_systemd_like_syntax, test_defaults_without_files, test_main_and_dropins, test_unknown_is_ignored,
-           test_borrow_settings, test_hog_settings, test_invalid_values, test_long_line, test_unreadable)
+           test_borrow_settings, test_hog_settings, test_migration_settings,
+           test_migration_errors_quote_value, test_invalid_values, test_long_line,
+           test_unreadable)
