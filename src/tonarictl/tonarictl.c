@@ -482,7 +482,7 @@ static void help(void) {
                "                         referenced pages first; prints the job (root only).\n"
                "                         Settings: MemoryMigration=eager|periodical|severe|mild\n"
                "                         MigrationBatchPages=N MigrationIntervalSec=TIME\n"
-               "                         MigrationCPUBudget=N%%\n"
+               "                         MigrationCPUBudget=N%%; unset: tonarid.conf [Migration]\n"
                "  borrow [list]          CPU time each slice borrowed from helpers, its debt,\n"
                "                         what was forgiven and why, what proxies could not\n"
                "                         charge, the shortened quota while it repays, and\n"
