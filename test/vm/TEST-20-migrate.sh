@@ -56,6 +56,17 @@ first_at_95() {
 }
 
 # The job's last journal entry may reach the journal a moment after the job is gone.
+# Reloads tonarid and waits for its log line matching $1; $cursor: the journal before the reload.
+reload_and_wait() {
+        cursor=$(journalctl -n1 --show-cursor -u tonarid.service | sed -n 's/^-- cursor: //p')
+        systemctl reload tonarid.service
+        for _ in $(seq 50); do
+                journalctl -q -o cat -u tonarid.service --after-cursor="$cursor" | grep -q "$1" && return 0
+                sleep 0.2
+        done
+        journalctl -q -o cat -u tonarid.service --after-cursor="$cursor" | grep "$1"
+}
+
 journal_field() { # job id, field
         local v=''
         for _ in $(seq 50); do
@@ -148,7 +159,8 @@ testcase_eager() {
 # AllowedMemoryNodes= alone starts a job with the defaults (mild, 45000 pages, 1 s).
 testcase_property_starts_job() {
         local job
-        trap 'kill ${wl:-} 2>/dev/null || true; tonarictl slice remove --move-to=rest mprop 2>/dev/null || true' EXIT
+        trap 'kill ${wl:-} 2>/dev/null || true; tonarictl slice remove --move-to=rest mprop 2>/dev/null || true
+              rm -f /etc/tonari/tonarid.conf.d/50-test-20.conf; systemctl reload tonarid.service' EXIT
         tonarictl slice create rest 2>/dev/null || true
         tonarictl slice create mprop AllowedMemoryNodes=0 AllowedCPUs=0
         start_workload mprop
@@ -181,6 +193,33 @@ testcase_property_starts_job() {
                 busctl introspect org.tonari.Manager1 "$job" org.tonari.Job1 >/dev/null 2>&1 || break
                 sleep 0.2
         done
+        # tonarid.conf's [Migration] sets the property's job: a bad value is refused on reload,
+        # quoted, and the previous configuration kept ...
+        mkdir -p /etc/tonari/tonarid.conf.d
+        printf '[Migration]\nMigrationBatchPages=0\n' >/etc/tonari/tonarid.conf.d/50-test-20.conf
+        reload_and_wait 'Keeping the previous configuration'
+        assert_match "50-test-20.conf:2: Invalid MigrationBatchPages= value '0': Invalid MigrationBatchPages '0'" \
+                "$(journalctl -q -o cat -u tonarid.service --after-cursor="$cursor")"
+        # ... and a good drop-in makes the next job periodical, 1024 pages every 500 ms: the
+        # cancelled job left the slice on nodes 0 and 1, about 8 of those rounds to move back.
+        printf '[Migration]\nMemoryMigration=periodical\nMigrationBatchPages=1024\nMigrationIntervalSec=500ms\n' \
+                >/etc/tonari/tonarid.conf.d/50-test-20.conf
+        reload_and_wait 'Reloaded configuration from'
+        tonarictl slice set mprop AllowedMemoryNodes=0
+        jobs=$(busctl call org.tonari.Manager1 /org/tonari/Manager1 org.tonari.Manager1 ListJobs)
+        assert_match '"mprop" "periodical"' "$jobs" "the property's job is listed with the configured policy"
+        job=$(grep -o '"/org/tonari/job/[0-9]*"' <<<"$jobs" | tr -d '"')
+        assert_eq 't 1024' "$(busctl get-property org.tonari.Manager1 "$job" org.tonari.Job1 MigrationBatchPages)"
+        assert_eq 't 500000' "$(busctl get-property org.tonari.Manager1 "$job" org.tonari.Job1 MigrationIntervalUSec)"
+        journalctl -q -o cat TONARI_SLICE=mprop TONARI_REASON=memory-migration |
+                grep "^Migrating slice 'mprop' (periodical, 1024 pages every 500 ms, CPU budget 0%)"
+        busctl call org.tonari.Manager1 "$job" org.tonari.Job1 Cancel
+        for _ in $(seq 50); do
+                busctl introspect org.tonari.Manager1 "$job" org.tonari.Job1 >/dev/null 2>&1 || break
+                sleep 0.2
+        done
+        rm /etc/tonari/tonarid.conf.d/50-test-20.conf
+        systemctl reload tonarid.service
         kill "$wl"
 }
 
