@@ -57,6 +57,8 @@ done
 [[ -x $NB ]] || { echo "numa-migrate-guest: no neighbour at '$NB'" >&2; exit 1; }
 [[ $(numactl -H | awk '/^available:/ { print $2 }') == 2 ]] || { echo "numa-migrate-guest: the guest needs two NUMA nodes" >&2; exit 1; }
 [[ -e /sys/kernel/mm/page_idle/bitmap ]] || echo "numa-migrate-guest: WARNING: no idle page tracking, severe and mild act as periodical" >&2
+# The settings, for the host's analysis (MigrationCPUBudget= is reported against its budget).
+echo "CONF mib=$MIB interval_ms=$TMS budget=$BUDGET"
 
 # The job's journal entry, NAME=VALUE lines (one journalctl: each costs seconds in the TCG guest).
 job_fields() { # job id
