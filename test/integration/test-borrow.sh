@@ -745,6 +745,62 @@ testcase_charger_remembered_until_reload() {
         stop_tonarid allow
 }
 
+# What the period tick costs tonarid while proxies keep charging: three slices at CPUQuota=20 %
+# with a busy loop each, each with a proxied helper that works steadily for it (8 ms of its own
+# CPU time in every 50 ms), as the log copiers of bench/borrow-logflood do. Prints tonarid's CPU
+# (GetStatus CPUUsageUSec) over 6 s, its ticks and cpu.max writes, and what was charged against
+# what the helpers ran; the charge must stay within a sample of the helpers' CPU.
+testcase_tick_cost() {
+        if [[ ! -r /proc/self/schedstat ]]; then
+                echo "SKIP: needs /proc/PID/schedstat"
+                return 0
+        fi
+        trap '_kill_tonarids; kill ${loops[*]:-} ${helpers[*]:-} 2>/dev/null || true; cleanup_slices' EXIT
+        local i c0 c1 k0 k1 w0 w1 t0 t1 h0 h1 b0 b1
+        loops=() helpers=()
+        conf tick
+        start_tonarid tick
+        run_ns() { cut -d' ' -f1 "/proc/$1/schedstat"; }
+        helpers_ns() { local s=0 p; for p in "${helpers[@]}"; do s=$((s + $(run_ns "$p"))); done; echo "$s"; }
+        borrowed() { local s=0 i; for i in 1 2 3; do s=$((s + $(bprop "${P}t$i" BorrowedUSec))); done; echo "$s"; }
+        for i in 1 2 3; do
+                "${CTL[@]}" slice create "${P}t$i" CPUQuota=20%
+                taskset -c 0 sh -c 'while :; do :; done' &
+                loops+=($!)
+                "${CTL[@]}" slice attach "${P}t$i" "$!"
+                taskset -c 1 python3 -c '
+import time
+while True:
+    t = time.thread_time()
+    while time.thread_time() - t < 0.008:
+        pass
+    time.sleep(0.042)' &
+                helpers+=($!)
+                "${CTL[@]}" borrow add-proxy "${P}t$i" "$!" >/dev/null
+        done
+        sleep 2
+        c0=$(status_value CPUUsageUSec) k0=$(status_value BorrowTicks) w0=$(status_value BorrowCgroupWrites)
+        h0=$(helpers_ns) b0=$(borrowed) t0=$(date +%s%N)
+        sleep 6
+        c1=$(status_value CPUUsageUSec) k1=$(status_value BorrowTicks) w1=$(status_value BorrowCgroupWrites)
+        h1=$(helpers_ns) b1=$(borrowed) t1=$(date +%s%N)
+        echo "TONARI-RESULT host-cgroupfs borrow-tick-cost 3 slices 3 proxies: tonarid CPU $((c1 - c0)) us in" \
+                "$(((t1 - t0) / 1000)) us wall ($(((c1 - c0) * 10000 / ((t1 - t0) / 1000)))‱ of a CPU)," \
+                "$((k1 - k0)) ticks, $((w1 - w0)) cpu.max writes; charged $((b1 - b0)) us for the helpers'" \
+                "$(((h1 - h0) / 1000)) us"
+        assert_ge "$((k1 - k0))" 30 "ticks in 6 s while the slices owe"
+        # Within a sample (100 ms) per helper of what they ran, either way.
+        assert_le "$((b1 - b0))" "$(((h1 - h0) / 1000 + 300000))" "charged (us) against the helpers' CPU"
+        assert_ge "$((b1 - b0))" "$(((h1 - h0) / 1000 - 300000))" "charged (us) against the helpers' CPU"
+        kill "${loops[@]}" "${helpers[@]}"
+        loops=() helpers=()
+        sleep 0.3
+        for i in 1 2 3; do
+                "${CTL[@]}" slice remove "${P}t$i"
+        done
+        stop_tonarid tick
+}
+
 testcase_bad_input() {
         trap '_kill_tonarids; cleanup_slices' EXIT
         conf bad
