@@ -244,6 +244,9 @@ void borrow_proxies_kernel_moved(BorrowManager *m, BorrowTarget *t);
 uint64_t borrow_proxy_charged(BorrowProxy *p);
 /* Reads the helper's CPU time and charges what it spent since the last sample. */
 void borrow_proxy_sample(BorrowProxy *p);
+/* t's period tick stopped: its sampled proxies go back to the sample timer, which sleeps while
+ * every sampled proxy's slice ticks. */
+void borrow_proxies_untick(BorrowManager *m, const BorrowTarget *t);
 /* The slice a proxy works for, or NULL if it was removed (see borrow_target_slice()). */
 Slice *borrow_proxy_slice(BorrowProxy *p);
 /* Forgets the proxies of the slice name/slice_id (removed); not written yet. */

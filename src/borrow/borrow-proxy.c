@@ -103,6 +103,15 @@ static void borrow_proxy_log_removed(BorrowProxy *p, const char *reason) {
                                        p->id, p->cgroup, p->target, fmt_ms(a, p->charged_usec), reason));
 }
 
+/* Whether some proxy is sampled by the sample timer: not charged by the kernel, and its slice's
+ * period tick (which samples it itself) not running. */
+static bool proxies_untick_sampled(BorrowManager *m) {
+        for (BorrowProxy *p = m->proxies; p; p = p->next)
+                if (!p->kernel && !borrow_target_ticking(borrow_manager_find_target(m, p->target)))
+                        return true;
+        return false;
+}
+
 /* Whether some proxy is sampled (the others are charged by the kernel). */
 static bool proxies_sampled(BorrowManager *m) {
         for (BorrowProxy *p = m->proxies; p; p = p->next)
@@ -223,9 +232,20 @@ static int on_sample(sd_event_source *es, uint64_t usec, void *userdata) {
                         borrow_proxy_sample(p);
         }
         m->stats.work_usec += now(CLOCK_MONOTONIC) - start;
-        if (!proxies_sampled(m))
+        /* Nothing left for this timer (every sampled proxy's slice ticks): it sleeps until a
+         * tick stops (borrow_proxies_untick()) or a proxy is added. */
+        if (!proxies_untick_sampled(m))
                 return sd_event_source_set_enabled(es, SD_EVENT_OFF);
         return sd_event_source_set_time_relative(es, BORROW_SAMPLE_USEC);
+}
+
+/* Called when the tick of target t stopped: its sampled proxies are this timer's again. */
+void borrow_proxies_untick(BorrowManager *m, const BorrowTarget *t) {
+        for (BorrowProxy *p = m->proxies; p; p = p->next)
+                if (!p->kernel && streq(p->target, t->name)) {
+                        (void) borrow_manager_start_sampling(m);
+                        return;
+                }
 }
 
 static int on_helper_exit(sd_event_source *es, int fd, uint32_t revents, void *userdata) {

@@ -238,12 +238,13 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 t->limit_cgroup = mfree(t->limit_cgroup);
                 borrow_target_probe_stop(t);
                 (void) sd_event_source_set_enabled(t->timer, SD_EVENT_OFF);
+                borrow_proxies_untick(m, t);
                 /* Repaid (or forgiven): the end of the episode is written at once, so that a crash
                  * cannot bring the last second's debt back. */
                 if ((was_limited || debt > 0) && borrow_state_file_save_target(m, t) < 0)
                         borrow_manager_save_now(m);
-        } else
-                (void) borrow_target_arm(t, period);
+        } else if (borrow_target_arm(t, period) < 0)
+                borrow_proxies_untick(m, t); /* no tick to sample them */
 
         m->stats.n_ticks++;
         m->stats.work_usec += now(CLOCK_MONOTONIC) - start;
