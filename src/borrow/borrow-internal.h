@@ -49,6 +49,8 @@
 
 /* Proxies are sampled this often: the CFS period systemd and the kernel default to. */
 #define BORROW_SAMPLE_USEC (100 * USEC_PER_MSEC)
+/* A tick keeps a steady limit for at most this many further periods (see target_hold()). */
+#define BORROW_HOLD_PERIODS_MAX 3U
 
 struct BorrowTarget {
         BorrowManager *manager;
@@ -66,6 +68,10 @@ struct BorrowTarget {
         usec_t configured_per_sec_usec; /* limit_own: the slice's CPUQuota= to write back */
         usec_t configured_period_usec;
         uint64_t writes;         /* cgroup writes done for this target */
+        /* Periods after the one the last tick began in which the limit stays as it is without a
+         * tick (see target_hold()); the next tick accounts for them first. */
+        unsigned held_periods;
+        usec_t tick_at;          /* CLOCK_MONOTONIC of the last tick */
         /* CPU time proxies saw their helpers spend for this slice but could not charge (a charge
          * that failed, a sample above BORROW_CHARGE_MAX_USEC); since tonarid started. */
         uint64_t dropped_usec;

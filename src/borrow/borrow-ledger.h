@@ -113,6 +113,32 @@ usec_t borrow_account_installment(const BorrowAccount *a, const BorrowPolicy *p)
 usec_t borrow_account_period(BorrowAccount *a, const BorrowPolicy *p, usec_t quota_usec);
 
 /*
+ * A limit in force is kept while the one borrow_account_period() would give differs from it by at
+ * most this much (the policy's floor, or 1/BORROW_LIMIT_TOLERANCE_DIVISOR of the quota if that is
+ * more): each change is a cpu.max write, which on a stock kernel also refills the period's quota.
+ */
+#define BORROW_LIMIT_TOLERANCE_DIVISOR 4U
+usec_t borrow_limit_tolerance(const BorrowPolicy *p, usec_t quota_usec) _pure_;
+
+/*
+ * Like borrow_account_period(), for a target whose limit in force is current_usec: if the quota
+ * borrow_account_period() would give is within borrow_limit_tolerance() of it, and the debt of
+ * what helpers spent covers a whole period at current_usec, the period is repaid at current_usec
+ * instead (repaid += quota - current, nothing forgiven) and current_usec is returned, so that the
+ * limit need not be written again. The debt is repaid exactly either way; only its pace differs,
+ * by at most the tolerance per period. A current_usec outside [floor, quota) (no limit in force)
+ * is borrow_account_period().
+ */
+usec_t borrow_account_period_keep(BorrowAccount *a, const BorrowPolicy *p, usec_t quota_usec, usec_t current_usec);
+
+/*
+ * Records a period in which limit_usec (< quota_usec) was in force without borrow_account_period()
+ * being asked (a held limit, see BORROW_HOLD_PERIODS_MAX): quota - limit is repaid, at most what is
+ * owed. Returns what was repaid.
+ */
+usec_t borrow_account_period_at(BorrowAccount *a, usec_t quota_usec, usec_t limit_usec);
+
+/*
  * The quota a slice without CPUQuota= is measured against: one full period on every CPU it may
  * run on. Charging such a slice caps it below that capacity until the debt is repaid.
  */

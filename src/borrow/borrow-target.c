@@ -14,7 +14,7 @@
 #include "parse-util.h"
 #include "string-util.h"
 
-static void target_overrun(BorrowTarget *t, usec_t period);
+static void target_overrun(BorrowTarget *t, usec_t period, unsigned periods);
 
 BorrowTarget *borrow_manager_find_target(BorrowManager *m, const char *name) {
         for (BorrowTarget *t = m->targets; t; t = t->next)
@@ -173,11 +173,45 @@ void borrow_target_drop(BorrowTarget *t, const char *why) {
         borrow_manager_save_now(m);
 }
 
+/*
+ * How many of the periods after the next one keep the limit just written without a tick: as many
+ * (up to BORROW_HOLD_PERIODS_MAX) as the debt still owed after the next period (what helpers
+ * spent, and what the slice overran while repaying it) pays for in full at that limit. A held
+ * period never repays more than is owed (charges that arrive meanwhile only add to the debt),
+ * nor more slowly than borrow_account_period() would have repaid the debt owed at the tick (that
+ * debt only shrinks, and its installment with it), and costs no wake-up, no sample of the
+ * slice's proxies, no read of its usage and no cpu.max write: a slice in steady debt is handled
+ * every few periods instead of every period. What is charged meanwhile is seen at the next tick,
+ * at most BORROW_HOLD_PERIODS_MAX periods later.
+ */
+static unsigned target_hold(BorrowTarget *t, usec_t quota) {
+        const BorrowAccount *a = &t->account;
+        usec_t n;
+
+        if (t->limit_usec == USEC_INFINITY || t->limit_usec >= quota || !borrow_target_aligned(t, t->period_usec))
+                return 0;
+        n = a->debt_usec / (quota - t->limit_usec);
+        return (unsigned) MIN(n, (usec_t) BORROW_HOLD_PERIODS_MAX);
+}
+
+/* How many held periods have passed since the last tick (a tick may come early: the probe
+ * re-aligns ticks when it finds the period boundaries). */
+static unsigned target_held_done(BorrowTarget *t) {
+        usec_t n = now(CLOCK_MONOTONIC), period = t->period_usec, passed;
+
+        if (t->held_periods == 0 || t->limit_usec == USEC_INFINITY || period == 0 || period == USEC_INFINITY ||
+            n < t->tick_at)
+                return 0;
+        passed = (n - t->tick_at + period / 2) / period;
+        return passed > 1 ? (unsigned) MIN(passed - 1, (usec_t) t->held_periods) : 0;
+}
+
 static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         BorrowTarget *t = userdata;
         BorrowManager *m = t->manager;
         usec_t start = now(CLOCK_MONOTONIC), quota, period, limit, want, debt;
         bool was_limited = t->limit_usec != USEC_INFINITY;
+        unsigned held;
         Slice *s;
         int r;
 
@@ -199,13 +233,21 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 if (streq(p->target, t->name))
                         borrow_proxy_sample(p);
         }
-        /* The limit written at the last tick was in force on the same cgroup since. */
+        /* The limit written at the last tick was in force on the same cgroup since, for the
+         * period that tick began and the ones it held the limit for. */
+        held = target_held_done(t);
         if (t->period_usec != 0 && t->period_usec != USEC_INFINITY)
-                target_overrun(t, t->period_usec);
+                target_overrun(t, t->period_usec, held + 1);
+        for (unsigned i = 0; i < held; i++)
+                (void) borrow_account_period_at(&t->account, t->quota_usec, t->limit_usec);
+        t->held_periods = 0;
+        t->tick_at = start;
         debt = t->account.debt_usec;
 
         borrow_target_quota(t, s, &quota, &period);
-        limit = borrow_account_period(&t->account, &m->policy, quota);
+        /* A limit in force that is close enough to the next one stays (one cpu.max write fewer). */
+        limit = borrow_account_period_keep(&t->account, &m->policy, quota,
+                                           period == t->period_usec ? t->limit_usec : USEC_INFINITY);
         want = limit < quota ? limit : USEC_INFINITY;
         t->quota_usec = quota;
         if (want != USEC_INFINITY || t->account.debt_usec > 0 || was_limited)
@@ -243,8 +285,14 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                  * cannot bring the last second's debt back. */
                 if ((was_limited || debt > 0) && borrow_state_file_save_target(m, t) < 0)
                         borrow_manager_save_now(m);
-        } else if (borrow_target_arm(t, period) < 0)
-                borrow_proxies_untick(m, t); /* no tick to sample them */
+        } else {
+                t->held_periods = target_hold(t, quota);
+                if (borrow_timer_arm(m, &t->timer, borrow_target_next_tick(t, period) + t->held_periods * period,
+                                     on_target_tick, t, "borrow-period") < 0) {
+                        t->held_periods = 0;
+                        borrow_proxies_untick(m, t); /* no tick to sample them */
+                }
+        }
 
         m->stats.n_ticks++;
         m->stats.work_usec += now(CLOCK_MONOTONIC) - start;
@@ -253,11 +301,12 @@ static int on_target_tick(sd_event_source *es, uint64_t usec, void *userdata) {
 
 /*
  * Owes again what the slice ran beyond the shortened limit since the last tick. Only between two
- * ticks on the kernel's period boundaries of limit_cgroup, one period apart: such an interval is
- * one kernel period, in which the slice cannot legitimately run more than the limit, whereas an
- * interval across a boundary may hold the ends of two periods and two quotas.
+ * ticks on the kernel's period boundaries of limit_cgroup, `periods` periods apart (one, or more
+ * when the limit was held): such an interval is whole kernel periods at one limit, in which the
+ * slice cannot legitimately run more than the limit each, whereas an interval across a boundary
+ * may hold the ends of two periods and two quotas.
  */
-static void target_overrun(BorrowTarget *t, usec_t period) {
+static void target_overrun(BorrowTarget *t, usec_t period, unsigned periods) {
         BorrowManager *m = t->manager;
         usec_t n = now(CLOCK_MONOTONIC), usage, last = t->usage_usec, last_at = t->usage_at, used, allowed;
         char a[FORMAT_TIMESPAN_MAX];
@@ -268,7 +317,8 @@ static void target_overrun(BorrowTarget *t, usec_t period) {
                 return;
         t->usage_usec = usage;
         t->usage_at = n;
-        if (last == USEC_INFINITY || usage < last || n - last_at < period / 2 || n - last_at > period * 3 / 2)
+        if (last == USEC_INFINITY || usage < last || n - last_at < period / 2 ||
+            n - last_at > period * periods + period / 2)
                 return;
 
         used = usage - last;

@@ -371,6 +371,43 @@ START_TEST(test_saturation) {
 }
 END_TEST
 
+/* A limit in force is kept within the tolerance, and a held period repays exactly what it took. */
+START_TEST(test_keep_and_hold) {
+        BorrowPolicy p = BORROW_POLICY_DEFAULT;
+        BorrowAccount a = {};
+
+        /* quota 40 ms: tolerance 10 ms. debt 30 ms: the plan is 40 - 15 = 25 ms. */
+        ck_assert_uint_eq(borrow_limit_tolerance(&p, 40 * MS), 10 * MS);
+        ck_assert_uint_eq(borrow_limit_tolerance(&p, 2 * MS), 1 * MS);
+        ck_assert_int_eq(borrow_account_charge(&a, &p, 30 * MS, NULL), 0);
+        /* 20 ms in force is within 5 ms of the plan and covered: kept, 20 ms repaid. */
+        ck_assert_uint_eq(borrow_account_period_keep(&a, &p, 40 * MS, 20 * MS), 20 * MS);
+        ck_assert_uint_eq(a.debt_usec, 10 * MS);
+        ck_assert_uint_eq(a.repaid_usec, 20 * MS);
+        assert_balanced(&a);
+        /* Now 20 ms would take more than the 10 ms owed: the plan, 40 - 5. */
+        ck_assert_uint_eq(borrow_account_period_keep(&a, &p, 40 * MS, 20 * MS), 35 * MS);
+        ck_assert_uint_eq(a.debt_usec, 5 * MS);
+        /* Far from the plan (40 - 2.5 ms against 1 ms in force): the plan. */
+        ck_assert_uint_eq(borrow_account_period_keep(&a, &p, 40 * MS, 1 * MS), 37500);
+        /* No limit in force: borrow_account_period(). */
+        ck_assert_uint_eq(borrow_account_period_keep(&a, &p, 40 * MS, USEC_INFINITY), 38750);
+        assert_balanced(&a);
+
+        /* Held periods: quota - limit repaid, never more than owed, nothing without a debt. */
+        a = (BorrowAccount) {};
+        ck_assert_int_eq(borrow_account_charge(&a, &p, 30 * MS, NULL), 0);
+        ck_assert_uint_eq(borrow_account_period_at(&a, 40 * MS, 20 * MS), 20 * MS);
+        ck_assert_uint_eq(borrow_account_period_at(&a, 40 * MS, 20 * MS), 10 * MS);
+        ck_assert_uint_eq(borrow_account_period_at(&a, 40 * MS, 20 * MS), 0);
+        ck_assert_uint_eq(borrow_account_period_at(&a, 40 * MS, 40 * MS), 0);
+        ck_assert_uint_eq(a.debt_usec, 0);
+        ck_assert_uint_eq(a.repaid_usec, 30 * MS);
+        ck_assert_uint_eq(a.periods_shortened, 2);
+        assert_balanced(&a);
+}
+END_TEST
+
 TEST_SUITE("borrow-ledger", test_policy, test_charge_bad_input, test_cap, test_period_paper,
            test_period_floor_clamp, test_period_quota_below_floor, test_capacity, test_random_against_model, test_period_paced, test_paced_damps,
-           test_overrun, test_saturation)
+           test_overrun, test_saturation, test_keep_and_hold)

@@ -86,10 +86,13 @@ testcase_slice_without_quota_is_measured_against_its_cpus() {
         tonarictl slice attach b2 "$loop"
         tonarictl borrow charge b2 250ms
         sleep 0.15
-        # One CPU: 100 ms per period of capacity. Half the debt due each period: 125 ms (the
-        # floor), then 75 ms (25 ms left), then 37.5 ms (62.5 ms left). Against two CPUs' 200 ms
-        # the first period would have been 75 ms.
-        assert_match '^(1000|25000|62500) 100000$' "$(cat $CG/tonari-b2.slice/tonari-b2.scope/tenant/cpu.max)"
+        # One CPU: 100 ms per period of capacity. Half the debt due in the first period, 125 ms:
+        # the floor. Against two CPUs' 200 ms the first period would have been 75 ms. (Which
+        # limit is in force a moment later depends on how fast the guest runs, and a limit close
+        # to the next one is kept or held for a few periods: the first one, from the journal.)
+        assert_match '^[0-9]+ 100000$' "$(cat $CG/tonari-b2.slice/tonari-b2.scope/tenant/cpu.max)"
+        journalctl -u tonarid --since=-1min -o cat |
+                grep -q "Slice 'b2' owes 250ms of CPU time that helpers spent for it: shortening its quota from 100ms to 1ms per 100ms period"
         sleep 1
         assert_eq "max 100000" "$(cat $CG/tonari-b2.slice/tonari-b2.scope/tenant/cpu.max)"
         kill_and_wait "$loop"

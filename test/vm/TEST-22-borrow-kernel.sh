@@ -202,7 +202,9 @@ testcase_userspace_enforcement_on_request() {
         t1=$(tonarid_cpu) w1=${EPOCHREALTIME/./}
         # The shortened quota in the leaf, written by the tick.
         assert_match '^[0-9]+ 100000$' "$(cat $CG/tonari-k3.slice/tonari-k3.scope/tenant/cpu.max)"
-        assert_ge "$(status BorrowTicks)" 5
+        # At the floor a tick holds the limit for up to 3 more periods (target_hold()): one tick
+        # per 400 ms at least, after the first ones that find the period boundaries.
+        assert_ge "$(status BorrowTicks)" 4
         k=$(cat /tmp/test22-kernel-cpu 2>/dev/null || echo "0 1")
         echo "tonarid CPU, userspace path: $((t1 - t0)) µs in $((w1 - w0)) µs; kernel path: ${k% *} µs in ${k#* } µs" >&2
         # Per second of wall time the kernel path costs tonarid less than a tick per period does.
