@@ -7,9 +7,11 @@ baseline and of the charge fidelity, charged / copiers' CPU, over sysbench's run
 the copiers' lives (life), tonarid's CPU over sysbench's run per case (tonarid) and over each
 whole run. With --plot=FILE it draws the charge
 fidelity (--metric=, default life) per flood and mode with gnuplot (one panel per N, the spread
-as error bars, the goal of 0.95 as a line). Several logs are read as one (their runs pooled).
+as error bars, the goal of 0.95 as a line); --ratio adds a row with the victim's ratio to the
+baseline per flood and mode, 'none' (no borrowing) included. Several logs are read as one (their
+runs pooled).
 
-usage: borrow-logflood-report.py [--plot=FILE] [--metric=life|window|scope] [LOG...]   (stdin without LOG)
+usage: borrow-logflood-report.py [--plot=FILE] [--metric=life|window|scope] [--ratio] [LOG...]   (stdin without LOG)
 """
 
 import collections
@@ -60,51 +62,74 @@ def summary(values, digits=2):
     return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
-def plot(path, cases, order, metric):
+def panel_data(data, cases, ns, floods, modes, metric):
+    """One block per N; a row per flood: per mode, median, min and max of metric."""
+    for n in ns:
+        for i, f in enumerate(floods):
+            row = [str(i), f]
+            for mo in modes:
+                v = cases.get((n, f, mo), {}).get(metric, [])
+                row += [f"{statistics.median(v):.4f}", f"{min(v):.4f}", f"{max(v):.4f}"] if v else ["NaN"] * 3
+            data.write(" ".join(row) + "\n")
+        data.write("\n\n")
+
+
+def panel_plots(name, block, modes, colours, width, goal, goal_title):
+    plots = []
+    for j, mo in enumerate(modes):
+        off = -0.4 + width * (j + 0.5)
+        c = 3 + 3 * j
+        plots.append(
+            f"'{name}' index {block} using ($1+{off:.3f}):{c}:({width:.3f}) with boxes lc {colours[mo]} title '{mo}'"
+            + ", "
+            + f"'' index {block} using ($1+{off:.3f}):{c}:{c + 1}:{c + 2}"
+            + (":xtic(2)" if j == 0 else "")
+            + " with yerrorbars notitle lc 'black' pt 0"
+        )
+    plots.append(f"{goal} with lines dt 2 lc 'red' title '{goal_title}'")
+    return "plot " + ", ".join(plots)
+
+
+def plot(path, cases, order, metric, ratio=False):
+    """The charge fidelity (metric) of the borrowing modes per flood, one panel per N; with ratio,
+    a second row with the victim's ratio to the baseline for every mode, 'none' included."""
     ns = sorted({k[0] for k in order})
     floods = [f for f in dict.fromkeys(k[1] for k in order)]
-    modes = [m for m in dict.fromkeys(k[2] for k in order) if not m.startswith("none") and not m.startswith("inside")]
+    all_modes = list(dict.fromkeys(k[2] for k in order))
+    modes = [m for m in all_modes if not m.startswith("none") and not m.startswith("inside")]
     if not modes:
         return
+    rows = 2 if ratio else 1
     with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as data:
-        # One block per N; a row per flood: per mode, median, min and max of life.
-        for n in ns:
-            for i, f in enumerate(floods):
-                row = [str(i), f]
-                for mo in modes:
-                    v = cases.get((n, f, mo), {}).get(metric, [])
-                    row += [f"{statistics.median(v):.4f}", f"{min(v):.4f}", f"{max(v):.4f}"] if v else ["NaN"] * 3
-                data.write(" ".join(row) + "\n")
-            data.write("\n\n")
-    width = 0.8 / len(modes)
+        panel_data(data, cases, ns, floods, modes, metric)
+        if ratio:
+            panel_data(data, cases, ns, floods, all_modes, "ratio")
+    title = "Charge fidelity: charged / helper CPU, %s" % TITLES[metric]
+    if ratio:
+        title += "; victim's events/s / baseline's"
     script = [
-        "set terminal pngcairo size %d,%d font ',10'" % (460 * len(ns) + 120, 460),
+        "set terminal pngcairo size %d,%d font ',10'" % (460 * len(ns) + 120, 460 * rows),
         f"set output '{path}'",
-        'set multiplot layout 1,%d title "Charge fidelity: charged / helper CPU, %s (median, min-max)"'
-        % (len(ns), TITLES[metric]),
-        "set yrange [0:1.1]",
-        "set ylabel 'charged / helper CPU'",
+        'set multiplot layout %d,%d title "%s (median, min-max)"' % (rows, len(ns), title),
         "set xtics rotate by -30",
         "set key below horizontal",
         "set grid ytics",
         "set style fill solid 0.6",
         f"set xrange [-0.6:{len(floods) - 0.4}]",
+        "set yrange [0:1.1]",
+        "set ylabel 'charged / helper CPU'",
     ]
+    # Modes keep their colours in both rows: a mode's colour is its place among all modes.
+    colours = {mo: i + 1 for i, mo in enumerate(all_modes)}
     for b, n in enumerate(ns):
-        script.append(f"set title 'N = {n}'")
-        plots = []
-        for j, mo in enumerate(modes):
-            off = -0.4 + width * (j + 0.5)
-            c = 3 + 3 * j
-            plots.append(
-                f"'{data.name}' index {b} using ($1+{off:.3f}):{c}:({width:.3f}) with boxes title '{mo}'"
-                + ", "
-                + f"'' index {b} using ($1+{off:.3f}):{c}:{c + 1}:{c + 2}"
-                + (":xtic(2)" if j == 0 else "")
-                + " with yerrorbars notitle lc 'black' pt 0"
-            )
-        plots.append(f"{GOAL} with lines dt 2 lc 'red' title 'goal {GOAL}'")
-        script.append("plot " + ", ".join(plots))
+        script.append(f"set title 'N = {n}: charged / helper CPU'")
+        script.append(panel_plots(data.name, b, modes, colours, 0.8 / len(modes), GOAL, f"goal {GOAL}"))
+    if ratio:
+        script += ["set yrange [0:1.4]", "set ylabel 'victim ratio to baseline'"]
+        for b, n in enumerate(ns):
+            script.append(f"set title 'N = {n}: victim ratio'")
+            script.append(panel_plots(data.name, len(ns) + b, all_modes, colours, 0.8 / len(all_modes), GOAL,
+                                      f"{GOAL} of baseline"))
     script.append("unset multiplot")
     subprocess.run(["gnuplot"], input="\n".join(script) + "\n", text=True, check=True)
 
@@ -112,10 +137,13 @@ def plot(path, cases, order, metric):
 def main(argv):
     plot_path = None
     metric = "life"
+    ratio = False
     args = []
     for a in argv[1:]:
         if a.startswith("--plot="):
             plot_path = a.split("=", 1)[1]
+        elif a == "--ratio":
+            ratio = True
         elif a.startswith("--metric="):
             metric = a.split("=", 1)[1]
             if metric not in TITLES:
@@ -150,7 +178,7 @@ def main(argv):
     for k, v in low:
         print(f"BELOW GOAL n={k[0]} flood={k[1]} mode={k[2]} {metric}={v:.3f}")
     if plot_path:
-        plot(plot_path, cases, order, metric)
+        plot(plot_path, cases, order, metric, ratio)
         print(f"wrote {plot_path}")
     return 0
 
