@@ -7,11 +7,12 @@ baseline and of the charge fidelity, charged / copiers' CPU, over sysbench's run
 the copiers' lives (life), tonarid's CPU over sysbench's run per case (tonarid) and over each
 whole run. With --plot=FILE it draws the charge
 fidelity (--metric=, default life) per flood and mode with gnuplot (one panel per N, the spread
-as error bars, the goal of 0.95 as a line); --ratio adds a row with the victim's ratio to the
-baseline per flood and mode, 'none' (no borrowing) included. Several logs are read as one (their
+as error bars, the goal of 0.95 as a line); --ratio[=cpuratio|ratio] adds a row with the victim's ratio to
+the baseline per flood and mode, 'none' (no borrowing) included: by default its CPU share's
+(cpuratio), or its events/s' (ratio). Several logs are read as one (their
 runs pooled).
 
-usage: borrow-logflood-report.py [--plot=FILE] [--metric=life|window|scope] [--ratio] [LOG...]   (stdin without LOG)
+usage: borrow-logflood-report.py [--plot=FILE] [--metric=life|window|scope] [--ratio[=cpuratio|ratio]] [LOG...]   (stdin without LOG)
 """
 
 import collections
@@ -22,7 +23,7 @@ import sys
 import tempfile
 
 GOAL = 0.95
-METRICS = ("ratio", "share", "window", "life", "scope", "tonarid")
+METRICS = ("ratio", "share", "cpuratio", "window", "life", "scope", "tonarid")
 TITLES = {
     "life": "from registration to exit",
     "window": "over sysbench\'s run",
@@ -34,11 +35,19 @@ def parse(lines):
     cases = collections.defaultdict(lambda: collections.defaultdict(list))  # (n, flood, mode) -> metric -> values
     order = []
     tonarid = []
+    baseline_share = {}  # n -> the baseline's CPU share in the run being read
     for line in lines:
         line = line.strip()
+        m = re.match(r"^SYSBENCH n=([0-9]+) flood=- mode=baseline cpu_share=([0-9.]+)", line)
+        if m:
+            baseline_share[int(m.group(1))] = float(m.group(2))
+            continue
         m = re.match(r"^CASE (.*)$", line)
         if m:
             fields = dict(kv.split("=", 1) for kv in m.group(1).split())
+            base = baseline_share.get(int(fields["n"]))
+            if base and "cpuratio" not in fields and fields.get("share", "-") != "-":
+                fields["cpuratio"] = f"{float(fields['share']) / base:.3f}"
             key = (int(fields["n"]), fields["flood"], fields["mode"])
             if key not in order:
                 order.append(key)
@@ -90,9 +99,9 @@ def panel_plots(name, block, modes, colours, width, goal, goal_title):
     return "plot " + ", ".join(plots)
 
 
-def plot(path, cases, order, metric, ratio=False):
-    """The charge fidelity (metric) of the borrowing modes per flood, one panel per N; with ratio,
-    a second row with the victim's ratio to the baseline for every mode, 'none' included."""
+def plot(path, cases, order, metric, ratio=None):
+    """The charge fidelity (metric) of the borrowing modes per flood, one panel per N; with ratio
+    ('ratio' or 'cpuratio'), a second row with that victim ratio for every mode, 'none' included."""
     ns = sorted({k[0] for k in order})
     floods = [f for f in dict.fromkeys(k[1] for k in order)]
     all_modes = list(dict.fromkeys(k[2] for k in order))
@@ -103,10 +112,10 @@ def plot(path, cases, order, metric, ratio=False):
     with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as data:
         panel_data(data, cases, ns, floods, modes, metric)
         if ratio:
-            panel_data(data, cases, ns, floods, all_modes, "ratio")
+            panel_data(data, cases, ns, floods, all_modes, ratio)
     title = "Charge fidelity: charged / helper CPU, %s" % TITLES[metric]
     if ratio:
-        title += "; victim's events/s / baseline's"
+        title += "; victim's " + ("events/s" if ratio == "ratio" else "CPU share") + " / baseline's"
     script = [
         "set terminal pngcairo size %d,%d font ',10'" % (460 * len(ns) + 120, 460 * rows),
         f"set output '{path}'",
@@ -125,9 +134,10 @@ def plot(path, cases, order, metric, ratio=False):
         script.append(f"set title 'N = {n}: charged / helper CPU'")
         script.append(panel_plots(data.name, b, modes, colours, 0.8 / len(modes), GOAL, f"goal {GOAL}"))
     if ratio:
-        script += ["set yrange [0:1.4]", "set ylabel 'victim ratio to baseline'"]
+        what = "events/s" if ratio == "ratio" else "CPU share"
+        script += ["set yrange [0:1.6]", f"set ylabel 'victim {what} / baseline'"]
         for b, n in enumerate(ns):
-            script.append(f"set title 'N = {n}: victim ratio'")
+            script.append(f"set title 'N = {n}: victim {what} / baseline'")
             script.append(panel_plots(data.name, len(ns) + b, all_modes, colours, 0.8 / len(all_modes), GOAL,
                                       f"{GOAL} of baseline"))
     script.append("unset multiplot")
@@ -137,13 +147,17 @@ def plot(path, cases, order, metric, ratio=False):
 def main(argv):
     plot_path = None
     metric = "life"
-    ratio = False
+    ratio = None
     args = []
     for a in argv[1:]:
         if a.startswith("--plot="):
             plot_path = a.split("=", 1)[1]
-        elif a == "--ratio":
-            ratio = True
+        elif a == "--ratio" or a.startswith("--ratio="):
+            ratio = a.split("=", 1)[1] if "=" in a else "cpuratio"
+            if ratio not in ("ratio", "cpuratio"):
+                print(f"borrow-logflood-report: invalid --ratio= value '{ratio}': expected ratio or cpuratio",
+                      file=sys.stderr)
+                return 2
         elif a.startswith("--metric="):
             metric = a.split("=", 1)[1]
             if metric not in TITLES:
@@ -165,13 +179,14 @@ def main(argv):
         return 1
     runs = max(len(cases[k]["ratio"]) for k in order)
     print(f"Per case over {runs} run(s): median (min-max). ratio: victim's events/s / baseline's; share: its CPU")
-    print("share; window, life, scope: charged / copiers' CPU over sysbench's run, from registration to exit,")
+    print("share; cpuratio: its CPU share / the baseline's of the same run; window, life, scope: charged /")
+    print("copiers' CPU over sysbench's run, from registration to exit,")
     print("and over everything the copiers' scopes ran (their start-up before registration included);")
     print("tonarid: tonarid's CPU time over sysbench's run, in CPUs (goal <= 0.030)")
-    print(f"{'N':>2} {'flood':<12} {'mode':<10} " + " ".join(f"{m:<17}" for m in METRICS))
+    print(f"{'N':>2} {'flood':<12} {'mode':<16} " + " ".join(f"{m:<17}" for m in METRICS))
     for k in order:
         c = cases[k]
-        print(f"{k[0]:>2} {k[1]:<12} {k[2]:<10} " + " ".join(f"{summary(c[m], 3 if m == 'tonarid' else 2):<17}" for m in METRICS))
+        print(f"{k[0]:>2} {k[1]:<12} {k[2]:<16} " + " ".join(f"{summary(c[m], 3 if m == 'tonarid' else 2):<17}" for m in METRICS))
     if tonarid:
         print("tonarid CPU per run (% of one CPU): " + ", ".join(f"{t:.2f}" for t in tonarid))
     low = [(k, min(cases[k][metric])) for k in order if cases[k][metric] and min(cases[k][metric]) < GOAL]
