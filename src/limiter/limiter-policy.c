@@ -294,19 +294,29 @@ static const Point *newest(const Entry *e) {
         return &e->hist[e->n_hist - 1];
 }
 
+/* Sampled in two rounds: the policy has seen the process for one interval of its own. Before
+ * that, its counters only tell what it did before it was registered (its start-up, in another
+ * cgroup, next to other processes), and it is neither judged nor counted among the others. */
+static bool entry_observed(const Entry *e) {
+        return e->n_hist >= 2;
+}
+
 static void entry_compute(Entry *e, usec_t window) {
-        const Point *now = newest(e), *ref = &e->origin;
+        const Point *now = newest(e), *ref = &e->hist[0];
 
         /* The window starts at the newest point at least a window old. Before the history reaches
-         * that far back, the process's start is the reference: the paper's eq. 3 over its lifetime,
-         * exact for a process younger than the window. */
+         * that far back, at the oldest point: the paper's eq. 3 over what was observed, not since
+         * the process started. Before the policy observed it for an interval, both are over its
+         * lifetime, reported but judged on by nothing (entry_observed()). */
         for (unsigned i = e->n_hist; i > 0; i--)
                 if (now->t - e->hist[i - 1].t >= window) {
                         ref = &e->hist[i - 1];
                         break;
                 }
+        if (!entry_observed(e))
+                ref = &e->origin;
         e->window = rates_between(ref, now);
-        e->interval = rates_between(e->n_hist >= 2 ? &e->hist[e->n_hist - 2] : &e->origin, now);
+        e->interval = rates_between(entry_observed(e) ? &e->hist[e->n_hist - 2] : &e->origin, now);
         e->lifetime_cpu = rates_between(&e->origin, now).cpu;
         e->decided = false;
         e->released_from = LIMITER_UNLIMITED;
@@ -404,7 +414,7 @@ static LimiterOthers others_of(const LimiterPolicy *p, const Entry *e, bool wind
         for (size_t i = 0; i < p->n_entries; i++) {
                 const Entry *x = &p->entries[i];
 
-                if (x == e || x->class != LIMITER_UNLIMITED)
+                if (x == e || x->class != LIMITER_UNLIMITED || !entry_observed(x))
                         continue;
                 others_add(&o, window ? &x->window : &x->interval);
         }
@@ -723,8 +733,8 @@ static int place_limits(LimiterPolicy *p, Decisions *ds, const LimiterPressure *
                         double use = res == RESOURCE_CPU ? e->window.cpu : e->window.io_bytes;
                         double use_now = res == RESOURCE_CPU ? e->interval.cpu : e->interval.io_bytes;
 
-                        if (e->class != LIMITER_UNLIMITED || use < threshold || use_now < threshold ||
-                            use <= best)
+                        if (e->class != LIMITER_UNLIMITED || !entry_observed(e) || use < threshold ||
+                            use_now < threshold || use <= best)
                                 continue;
                         hog = e;
                         best = use;
@@ -774,7 +784,7 @@ static int place_limits(LimiterPolicy *p, Decisions *ds, const LimiterPressure *
                 for (size_t i = 0; i < p->n_entries; i++) {
                         Entry *x = &p->entries[i];
 
-                        if (x != hog && x->class == LIMITER_UNLIMITED)
+                        if (x != hog && x->class == LIMITER_UNLIMITED && entry_observed(x))
                                 x->mark[res] = (Mark) { .id = hog->limit_id, .at = *newest(x) };
                 }
         }

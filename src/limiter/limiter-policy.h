@@ -18,7 +18,11 @@
  * The paper's rules:
  *  - a process is a hog when it uses the most of a resource over the usage window (10 s);
  *    cpu_usage = 100·(utime+stime)/(now−start) (eq. 1–3), here over the window once the policy has
- *    seen the process for that long, over its lifetime before;
+ *    seen the process for that long, over the time it has seen it before; a process the policy has
+ *    not yet sampled in two rounds (observed for one interval of its own) is neither a hog nor one
+ *    of the others: its counters since its start describe its start-up and whatever it did before
+ *    it was registered, and two processes started together share a CPU by chance at first (§5.2:
+ *    the manager acts once it has gathered data);
  *  - the biggest hog of a resource is limited (CPU: cpu.weight 1; I/O: io.max 5 MB/s);
  *  - the limit is confirmed if the others improve (their CPU use or I/O count grows) within the
  *    next window, else it comes off;
@@ -180,7 +184,8 @@ typedef struct LimiterDecision {
         LimiterReason reason;
         bool applied;       /* false in observe-only mode */
 
-        /* The process: over the window, and the paper's eq. 3 over its lifetime. */
+        /* The process: over the window (what the policy observed of it, up to the window), and
+         * the paper's eq. 3 over its lifetime. */
         double cpu_percent;
         double cpu_percent_lifetime;
         double io_bytes_per_sec;

@@ -139,6 +139,16 @@ static int sim_interval(Sim *s) {
         return s->n_d;
 }
 
+/* The round in which the policy samples the processes spawned since the last one for the first
+ * time: it has not observed them for an interval of their own yet and judges nobody. */
+static void sim_first_round(Sim *s) {
+        int n = sim_interval(s);
+
+        ck_assert_msg(n == 0, "first round: %s %i %s (%s), cpu %.1f%%", limiter_action_to_string(s->d[0].action),
+                      (int) s->d[0].pid, limiter_class_to_string(s->d[0].class),
+                      limiter_reason_to_string(s->d[0].reason), s->d[0].cpu_percent);
+}
+
 static void assert_decision(const Sim *s, pid_t pid, LimiterAction action, LimiterClass class, LimiterReason reason) {
         const LimiterDecision *d = decision(s, pid);
 
@@ -155,13 +165,14 @@ static void assert_near(double actual, double expected) {
 }
 
 /* The common start: PID 100 computes all the time, PID 200 computes 40% of the time and does some
- * I/O. Sampled once, the first is limited on suspicion (no delay accounting, no PSI). */
+ * I/O. Observed for an interval, the first is limited on suspicion (no delay accounting, no PSI). */
 static Sim *sim_cpu_hog_limited(const LimiterParams *params, Proc **ret_hog, Proc **ret_other) {
         Sim *s = sim_new(params);
         Proc *hog = sim_spawn(s, 100), *other = sim_spawn(s, 200);
 
         behave(hog, 100, 0, 0, 0, 0);
         behave(other, 40, 0, 5, 0, 0);
+        sim_first_round(s);
         ck_assert_int_eq(sim_interval(s), 1);
         assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
         ck_assert_int_eq(decision(s, 100)->applied, !(params && params->observe_only));
@@ -178,6 +189,7 @@ START_TEST(test_cpu_hog_confirmed) {
 
         behave(hog, 100, 0, 0, 0, 0);
         behave(victim, 40, 0, 5, 0, 0);
+        sim_first_round(s);
         ck_assert_int_eq(sim_interval(s), 1);
         assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
         const LimiterDecision *d = decision(s, 100);
@@ -229,6 +241,7 @@ START_TEST(test_io_hog_released_at_io_zero) {
 
         behave(dd, 10, 50 * MB, 50, 0, 0);
         behave(other, 20, 1 * MB, 10, 0, 0);
+        sim_first_round(s);
         ck_assert_int_eq(sim_interval(s), 1);
         assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
         const LimiterDecision *d = decision(s, 100);
@@ -250,6 +263,71 @@ START_TEST(test_io_hog_released_at_io_zero) {
         d = decision(s, 100);
         assert_near(d->io_bytes_per_sec_interval, 0);
         ck_assert_int_eq(dd->class, LIMITER_UNLIMITED);
+        sim_free(s);
+}
+END_TEST
+
+/* Start-up: a busy loop (PID 100) and a process computing 100 ms of every 150 ms (PID 200) start
+ * together on one CPU and are registered at once. Over their first second they shared the CPU by
+ * chance, the interpreter's start-up counting: 47 % and 55 %. From then on the loop gets 67 % and
+ * the other 33 %. Judged by its rate since its start, the other looked like the hog and was
+ * limited, and the loop's progress then "confirmed" that limit. Judged only after an interval
+ * observed, over that interval, the loop is limited and the other never. */
+START_TEST(test_startup_not_judged) {
+        LimiterParams params = LIMITER_PARAMS_DEFAULT;
+        const LimiterDecision *d;
+
+        params.interval_usec = USEC_PER_SEC;
+        params.window_usec = 3 * USEC_PER_SEC;
+        Sim *s = sim_new(&params);
+        Proc *hog = sim_spawn(s, 100), *victim = sim_spawn(s, 200);
+
+        behave(hog, 47, 0, 0, 0, 0);
+        behave(victim, 55, 0, 0, 0, 0);
+        sim_first_round(s);
+        ck_assert_int_eq(victim->class, LIMITER_UNLIMITED);
+
+        behave(hog, 67, 0, 0, 0, 0);
+        behave(victim, 33, 0, 0, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        d = decision(s, 100);
+        /* Over the interval observed, not since its start (57 %). */
+        assert_near(d->cpu_percent, 67);
+        assert_near(d->cpu_percent_lifetime, 57);
+        assert_near(d->before.cpu_percent, 33);
+
+        /* cpu.weight 1: the other gets the 67 % it wants; the limit is confirmed and stays. */
+        behave(hog, 33, 0, 0, 0, 0);
+        behave(victim, 67, 0, 0, 0, 0);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_KEEP, LIMITER_CPU_LIMITED, LIMITER_REASON_IMPROVED);
+        for (int i = 0; i < 10; i++)
+                ck_assert_int_eq(sim_interval(s), 0);
+        ck_assert_int_eq(hog->class, LIMITER_CPU_LIMITED);
+        ck_assert_int_eq(victim->class, LIMITER_UNLIMITED);
+        sim_free(s);
+}
+END_TEST
+
+/* A process just registered is nobody's victim yet: a loop alone is not limited in the round in
+ * which a newcomer is first sampled (its lifetime rate says 40 %), but in the next one, when the
+ * newcomer was observed wanting the CPU for an interval. */
+START_TEST(test_unobserved_not_a_victim) {
+        Sim *s = sim_new(NULL);
+        Proc *hog = sim_spawn(s, 100);
+
+        behave(hog, 100, 0, 0, 0, 0);
+        for (int i = 0; i < 4; i++)
+                ck_assert_int_eq(sim_interval(s), 0);
+
+        Proc *other = sim_spawn(s, 200);
+        behave(other, 40, 0, 5, 0, 0);
+        sim_first_round(s);
+        ck_assert_int_eq(sim_interval(s), 1);
+        assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
+        ck_assert_uint_eq(decision(s, 100)->before.n, 1);
+        ck_assert_int_eq(other->class, LIMITER_UNLIMITED);
         sim_free(s);
 }
 END_TEST
@@ -315,6 +393,7 @@ START_TEST(test_direct_signal_limit_and_confirm) {
         s->delays = true;
         behave(hog, 100, 0, 0, 0, 0);
         behave(other, 40, 0, 0, 60, 0);
+        sim_first_round(s);
         ck_assert_int_eq(sim_interval(s), 1);
         assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
         assert_near(decision(s, 100)->before.cpu_delay_percent, 60);
@@ -397,6 +476,7 @@ START_TEST(test_class_changed) {
         behave(hog, 0, 0, 0, 0, 0);
         behave(dd, 5, 60 * MB, 60, 0, 0);
         behave(other, 20, 1 * MB, 10, 0, 0);
+        sim_first_round(s);
         ck_assert_int_eq(sim_interval(s), 1);
         assert_decision(s, 300, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
         behave(dd, 95, 1 * MB, 1, 0, 0);
@@ -434,8 +514,8 @@ START_TEST(test_pid_reuse) {
         ck_assert_int_eq(c, LIMITER_UNLIMITED);
         ck_assert_int_eq(reuse->class, LIMITER_UNLIMITED);
 
-        /* It is a hog in its own right and the other is busy: judged afresh (one interval of
-         * history is its lifetime), limited, never confirmed by the old limit. */
+        /* It is a hog in its own right and the other is busy: judged afresh once observed for an
+         * interval (this round's), limited, never confirmed by the old limit. */
         ck_assert_int_eq(sim_interval(s), 1);
         assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
         sim_free(s);
@@ -448,14 +528,16 @@ START_TEST(test_pid_reuse_no_holdoff) {
 
         behave(hog, 100, 0, 0, 0, 0);
         behave(other, 40, 0, 5, 0, 0);
+        sim_first_round(s);
         for (int i = 0; i < 5; i++)
                 (void) sim_interval(s);
         assert_decision(s, 100, LIMITER_RELEASE, LIMITER_UNLIMITED, LIMITER_REASON_NO_IMPROVEMENT);
 
-        /* The old process is in its hold-off; a new one with its PID is not. */
+        /* The old process is in its hold-off; a new one with its PID is not: limited once observed. */
         hog->alive = false;
         Proc *reuse = sim_spawn(s, 100);
         behave(reuse, 100, 0, 0, 0, 0);
+        sim_first_round(s);
         ck_assert_int_eq(sim_interval(s), 1);
         assert_decision(s, 100, LIMITER_LIMIT, LIMITER_CPU_LIMITED, LIMITER_REASON_CPU_HOG);
         sim_free(s);
@@ -661,6 +743,7 @@ static Sim *sim_io_hog_limited(Proc **ret_hog, Proc **ret_other) {
         s->delays = true;
         behave(hog, 10, 35 * MB, 35, 0, 60);
         behave(other, 5, 15 * MB, 15, 0, 60);
+        sim_first_round(s);
         ck_assert_int_eq(sim_interval(s), 1);
         assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
         assert_near(decision(s, 100)->total_before, 50 * MB);
@@ -837,6 +920,7 @@ START_TEST(test_limit_idles_resource) {
         s->delays = true;
         behave(hog, 10, 35 * MB, 35, 0, 60);
         behave(other, 5, 15 * MB, 15, 0, 60);
+        sim_first_round(s);
         ck_assert_int_eq(sim_interval(s), 1);
         behave(hog, 2, 5 * MB, 5, 0, 90);
         behave(other, 60, 15 * MB, 15, 0, 25);
@@ -855,6 +939,7 @@ START_TEST(test_limit_on_seeking_disk_kept) {
         s->delays = true;
         behave(hog, 10, 20 * MB, 20, 0, 80);
         behave(other, 5, 5 * MB, 5, 0, 80);
+        sim_first_round(s);
         ck_assert_int_eq(sim_interval(s), 1);
         assert_decision(s, 100, LIMITER_LIMIT, LIMITER_IO_LIMITED, LIMITER_REASON_IO_HOG);
         behave(hog, 2, 5 * MB, 5, 0, 95);
@@ -1088,7 +1173,8 @@ START_TEST(test_thousand_processes) {
 }
 END_TEST
 
-TEST_SUITE("limiter-policy", test_cpu_hog_confirmed, test_io_hog_released_at_io_zero, test_no_improvement,
+TEST_SUITE("limiter-policy", test_cpu_hog_confirmed, test_io_hog_released_at_io_zero, test_startup_not_judged,
+           test_unobserved_not_a_victim, test_no_improvement,
            test_direct_signal, test_direct_signal_limit_and_confirm, test_psi_signal, test_alone,
            test_class_changed, test_pid_reuse, test_pid_reuse_no_holdoff, test_observe_only, test_adopt,
            test_move_failed, test_window, test_bad_input, test_defaults_and_strings, test_thousand_processes,

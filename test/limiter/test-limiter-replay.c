@@ -3,9 +3,10 @@
  * limiter-policy.h on samples recorded from tonarid on real workloads (test/limiter/recorded/,
  * tonarid's "hog-sample"/"hog-round" debug lines, see the README there): every round is fed to a
  * fresh policy with the parameters the run had, and the decisions must be the ones the header of
- * the recording names (# expect ACTION PID CLASS REASON, in order, per PID). Once the policy
- * decided on a process, the process is where the policy put it, whatever the recording says: the
- * daemon applies the policy's decisions, and this one's may differ from the recording tonarid's.
+ * the recording names (# expect ACTION PID CLASS REASON, in order, per PID). A process is where
+ * its first sample found it, and then where the policy put it, whatever the recording says later:
+ * the daemon applies the policy's decisions, and this one's may differ from the recording
+ * tonarid's in what and when (a move of the recording tonarid's is not one by someone else).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -73,10 +74,13 @@ static void replay_move(Replay *rp, const LimiterDecision *d) {
         rp->moved[i] = (Moved) { .pid = d->pid, .class = d->class };
 }
 
-static LimiterClass replay_class(const Replay *rp, int pid, LimiterClass recorded) {
+static LimiterClass replay_class(Replay *rp, int pid, LimiterClass recorded) {
         for (size_t i = 0; i < rp->n_moved; i++)
                 if (rp->moved[i].pid == pid)
                         return rp->moved[i].class;
+        /* First seen: where the recording found it. */
+        ck_assert_uint_lt(rp->n_moved, MAX_EXPECT);
+        rp->moved[rp->n_moved++] = (Moved) { .pid = pid, .class = recorded };
         return recorded;
 }
 
