@@ -6,6 +6,8 @@
 # hand on process 1 (CPUWeight= / IOWriteBandwidthMax=, what ananicy-style tools do). Every
 # process is pinned to CPU 0. Prints one line per run:
 #   RUN exp=E mode=M param=P rep=R p1=N p2=N sum=N
+#   PIN exp=E mode=M pid=N cpus_after_move=LIST  (a process the move into its slice had taken off
+#                                                CPU 0, put back before the run counts)
 #   LAT mode=alone|none|tonari rep=R p99_ms=N      (a latency-sensitive victim next to a CPU hog
 #                                                  and an I/O hog, or alone)
 # and at the end the cost of sampling 1000 processes every second:
@@ -80,6 +82,23 @@ for line in sys.stdin:
 ' "$since" "$exp" "$param" "$rep" "$@" || true
 }
 
+# pin EXP MODE PID...: puts the processes of a run back on CPU 0 after they were moved into their
+# slice or registered, and prints one PIN line for each the move had taken off it. On kernels
+# before 6.2 (the test bed's 6.1) moving a task into a cgroup of another cpuset (here from the
+# guest's service into tonari.slice, both below a root with the cpuset controller) sets its CPU
+# affinity to that cpuset's CPUs: the processes of §5.1.2 then ran on both CPUs, did not contend,
+# and tonari rightly limited none. Fails loudly if a process cannot be put back.
+pin() {
+        local exp=$1 mode=$2 p a
+        shift 2
+        for p in "$@"; do
+                a=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$p/status" 2>/dev/null) || continue
+                [[ -z $a || $a == 0 ]] && continue
+                echo "PIN exp=$exp mode=$mode pid=$p cpus_after_move=$a"
+                taskset -a -pc 0 "$p" >/dev/null || { echo "hog-limit-guest: cannot pin PID $p to CPU 0" >&2; exit 1; }
+        done
+}
+
 # start SLICE KIND OUTFILE: a worker attached to SLICE (none: left for RegisterProcesses); its PID
 # in STARTED (a child of this shell, so that wait works: no command substitution). It starts after
 # a short pause, so that it runs its whole time where it is put.
@@ -131,6 +150,7 @@ one() {
         local since
         since=$(date +%s%6N)
         [[ $mode == tonari ]] && tonarictl hog register hb "${pids[@]}"
+        pin "$exp" "$mode" "${pids[@]}"
         wait "${pids[@]}"
         [[ $mode == tonari ]] && decisions "$exp" "$mode" "$param" "$rep" "$since" "${pids[@]}"
         p1=$(cat "$D/out.0")
@@ -167,6 +187,7 @@ victim() {
                 start $target w2 "$D/out.2"; pids+=("$STARTED")
         fi
         [[ $mode == tonari ]] && tonarictl hog register hb "${pids[@]}"
+        pin victim "$mode" "${pids[@]}"
         wait "${pids[@]}"
         echo "LAT mode=$mode rep=$rep p99_ms=$(cat "$D/out.0")"
         rm -f "$D"/out.*
