@@ -106,6 +106,8 @@ int bus_slice_read_existing(sd_bus_message *m, SliceManager *sm, Slice **ret, sd
                 return r;
         /* Without slices (no backend), no name is a slice. */
         s = sm ? slice_manager_find(sm, name) : NULL;
+        if (!s && sm && slice_manager_scan_domains(sm) >= 0)
+                s = slice_manager_find_domain(sm, name);
         if (!s || s->state == SLICE_CREATING)
                 return bus_slice_error_no_such(error, name);
         *ret = s;
@@ -129,6 +131,13 @@ static int begin_change(sd_bus_message *m, SliceManager *sm, const char **ret_na
 static int find_usable(SliceManager *sm, const char *name, Slice **ret, sd_bus_error *error) {
         Slice *s = sm ? slice_manager_find(sm, name) : NULL;
 
+        if (!s && sm && slice_manager_scan_domains(sm) >= 0 && (s = slice_manager_find_domain(sm, name))) {
+                _cleanup_free_ char *e = cescape(name);
+                return sd_bus_error_setf(error, TONARI_ERROR_NOT_SUPPORTED,
+                                         "Slice '%s' is a request domain of the server in '/%s': it is read-only, "
+                                         "its limits are set in the server's configuration.",
+                                         strna(e), s->cgroup);
+        }
         if (!s)
                 return bus_slice_error_no_such(error, name);
         if (s->state != SLICE_ACTIVE)
@@ -672,11 +681,10 @@ int bus_slice_method_get(sd_bus_message *m, void *userdata, sd_bus_error *error)
         return sd_bus_reply_method_return(m, "o", s->object_path);
 }
 
-static int append_slices(sd_bus_message *reply, void *userdata) {
-        SliceManager *sm = userdata;
+static int append_slice_list(sd_bus_message *reply, Slice *list) {
         int r;
 
-        for (Slice *s = sm ? sm->slices : NULL; s; s = s->next) {
+        for (Slice *s = list; s; s = s->next) {
                 CGroupUsage u;
                 _cleanup_free_ char *cgroup = NULL;
 
@@ -693,6 +701,21 @@ static int append_slices(sd_bus_message *reply, void *userdata) {
                         return r;
         }
         return 0;
+}
+
+static int append_slices(sd_bus_message *reply, void *userdata) {
+        SliceManager *sm = userdata;
+        int r;
+
+        if (!sm)
+                return 0;
+        r = append_slice_list(reply, sm->slices);
+        if (r < 0)
+                return r;
+        /* Then the servers' request domains (read-only), found anew. */
+        if (slice_manager_scan_domains(sm) < 0)
+                return 0;
+        return append_slice_list(reply, sm->domains);
 }
 
 int bus_slice_method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -712,6 +735,8 @@ static int slice_find(sd_bus *bus, const char *path, const char *interface, void
                 return 1;
         }
         s = slice_manager_find_by_path(sm, path);
+        if (!s && slice_manager_scan_domains(sm) >= 0)
+                s = slice_manager_find_domain_by_path(sm, path);
         if (!s || s->state == SLICE_CREATING)
                 return 0;
         *found = s;
@@ -725,6 +750,10 @@ static int slice_enumerate(sd_bus *bus, const char *path, void *userdata, char *
         for (Slice *s = sm ? sm->slices : NULL; s; s = s->next)
                 if (s->state != SLICE_CREATING && strv_extend(&l, s->object_path) < 0)
                         return -ENOMEM;
+        if (sm && slice_manager_scan_domains(sm) >= 0)
+                for (Slice *s = sm->domains; s; s = s->next)
+                        if (strv_extend(&l, s->object_path) < 0)
+                                return -ENOMEM;
         *nodes = TAKE_PTR(l);
         return 1;
 }
@@ -736,7 +765,8 @@ static int property_get_string(sd_bus *bus, const char *path, const char *interf
         if (streq(property, "Name"))
                 return sd_bus_message_append(reply, "s", s->name);
         if (streq(property, "Backend"))
-                return sd_bus_message_append(reply, "s", s->manager->backend->name);
+                /* A request domain is kept by the server that made it, not by a backend of ours. */
+                return sd_bus_message_append(reply, "s", s->request_domain ? "domain" : s->manager->backend->name);
         if (streq(property, "Unit"))
                 return sd_bus_message_append(reply, "s", strempty(s->unit));
         _cleanup_free_ char *cgroup = strjoin("/", strempty(s->cgroup));

@@ -46,6 +46,7 @@ struct SliceManager {
         CGroupRoot *cgroup_root;  /* usage (both backends), and everything for cgroupfs */
         SystemdClient *systemd;   /* systemd backend only */
         Slice *slices;
+        Slice *domains;           /* request domains, read-only (slice-domains.c), sorted by name */
         uint64_t last_id;
         uint8_t *online_cpus;     /* for validating AllowedCPUs= */
         size_t online_cpus_size;
@@ -81,6 +82,17 @@ void slice_removed(Slice *s);
 
 /* 1 if the slice's scope has been split into SLICE_SCOPE_LEAF, 0 if not (or no scope). */
 int slice_scope_leaf_exists(Slice *s);
+
+/*
+ * slice-domains.c: the request domains of servers that use libtonari's domains, found by walking
+ * the cgroup v2 tree for its layout, as read-only slices named "<server's cgroup>:<domain>" (a name
+ * taken by tonari's own slice is not shown). Walks the tree again on every call; an object of a
+ * domain that still exists is kept, so pointers to it stay valid. Nothing on cgroup v1.
+ */
+int slice_manager_scan_domains(SliceManager *m);
+Slice *slice_manager_find_domain(SliceManager *m, const char *name) _pure_;
+Slice *slice_manager_find_domain_by_path(SliceManager *m, const char *object_path) _pure_;
+void slice_manager_free_domains(SliceManager *m);
 
 /* Announces changed settings on the bus. */
 void slice_emit_changed(Slice *s, CGroupSettingMask mask);

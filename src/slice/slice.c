@@ -109,6 +109,7 @@ SliceManager *slice_manager_free(SliceManager *m) {
                 return NULL;
         while (m->slices)
                 slice_free(m->slices);
+        slice_manager_free_domains(m);
         systemd_client_free(m->systemd);
         cgroup_root_free(m->cgroup_root);
         sd_bus_unref(m->bus);

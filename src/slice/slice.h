@@ -58,6 +58,11 @@ struct Slice {
          * that cgroup has children with controllers and can hold no process itself. NULL: itself.
          */
         const char *attach_leaf;
+        /*
+         * A server's request domain (libtonari's tonari_domain(3), e.g. mod_tonari's), found in the
+         * server's delegated cgroup and shown as a slice: read-only, never in SLICE_MANAGER_FOREACH.
+         */
+        bool request_domain;
 };
 
 /* error: 0, or negative errno with message (may be NULL) explaining it. */

@@ -297,5 +297,93 @@ START_TEST(test_v2_adopt_invalid_memory) {
 }
 END_TEST
 
+/* A cgroup of the fake v2 tree with its interface files; cpu_max NULL: no cpu.max (threaded root). */
+static void fake_v2_cgroup(const char *path, const char *cpu_max) {
+#define F(name, content)                                                                               \
+        do {                                                                                           \
+                _cleanup_free_ char *_p = strjoin(path, "/", name);                                    \
+                fake_file(_p, content);                                                                \
+        } while (false)
+        F("cgroup.procs", "");
+        F("cgroup.controllers", "cpu io pids\n");
+        if (cpu_max)
+                F("cpu.max", cpu_max);
+        F("cpu.stat", "usage_usec 1234\n");
+        F("pids.current", "2\n");
+#undef F
+}
+
+/* Servers' request domains in libtonari's layout are read-only slices "<server>:<domain>". */
+START_TEST(test_v2_request_domains) {
+        _cleanup_(slice_manager_freep) SliceManager *m = NULL;
+        Slice *s, *kept;
+        CGroupUsage u;
+
+        fake_v2_tree();
+        /* Processes move: the domains beside _home; .control and _home are none. */
+        fake_v2_cgroup("system.slice/apache2.service/_home", "max 100000\n");
+        fake_v2_cgroup("system.slice/apache2.service/.control", "max 100000\n");
+        fake_v2_cgroup("system.slice/apache2.service/limited", "50000 100000\n");
+        fake_v2_cgroup("system.slice/apache2.service/free", "max 100000\n");
+        /* Threads move: below _threads. */
+        fake_v2_cgroup("system.slice/web@1.service/_threads/_home", "max 100000\n");
+        fake_v2_cgroup("system.slice/web@1.service/_threads/t", "20000 100000\n");
+        /* No _home: no server of domains. */
+        fake_v2_cgroup("system.slice/other.service/child", "max 100000\n");
+        /* tonari's own slices are not walked; a taken name is not shown. */
+        fake_v2_cgroup(SLICE_CGROUPFS_PARENT "/s/_home", "max 100000\n");
+        fake_v2_cgroup(SLICE_CGROUPFS_PARENT "/s/d", "max 100000\n");
+        fake_v2_cgroup("x/_home", "max 100000\n");
+        fake_v2_cgroup("x/y", "max 100000\n");
+        fake_v2_cgroup(SLICE_CGROUPFS_PARENT "/x:y", "max 100000\n");
+
+        m = start();
+        ck_assert_ptr_nonnull(slice_manager_find(m, "x:y"));
+        ck_assert_int_eq(slice_manager_scan_domains(m), 0);
+        size_t n = 0;
+        for (Slice *d = m->domains; d; d = d->next)
+                n++;
+        ck_assert_uint_eq(n, 3);
+        ck_assert_ptr_null(slice_manager_find_domain(m, "apache2.service:_home"));
+        ck_assert_ptr_null(slice_manager_find_domain(m, "apache2.service:.control"));
+        ck_assert_ptr_null(slice_manager_find_domain(m, "other.service:child"));
+        ck_assert_ptr_null(slice_manager_find_domain(m, "s:d"));
+        ck_assert_ptr_null(slice_manager_find_domain(m, "x:y"));
+        /* Not one of the slices tonari manages. */
+        ck_assert_ptr_null(slice_manager_find(m, "apache2.service:limited"));
+
+        s = slice_manager_find_domain(m, "apache2.service:limited");
+        ck_assert_ptr_nonnull(s);
+        ck_assert(s->request_domain);
+        ck_assert_str_eq(s->cgroup, "system.slice/apache2.service/limited");
+        ck_assert_str_eq(s->unit, "apache2.service");
+        ck_assert_str_eq(s->object_path, "/org/tonari/slice/apache2_2eservice_3alimited");
+        ck_assert_uint_eq(s->settings.cpu_quota_per_sec_usec, 500000);
+        ck_assert_ptr_eq(slice_manager_find_domain_by_path(m, s->object_path), s);
+        ck_assert_int_eq(slice_read_usage(s, &u), 0);
+        ck_assert_uint_eq(u.cpu_usage_usec, 1234);
+        ck_assert_uint_eq(u.n_tasks, 2);
+
+        s = slice_manager_find_domain(m, "web@1.service:t");
+        ck_assert_ptr_nonnull(s);
+        ck_assert_str_eq(s->cgroup, "system.slice/web@1.service/_threads/t");
+        ck_assert_uint_eq(s->settings.cpu_quota_per_sec_usec, 200000);
+        ck_assert_uint_eq(slice_manager_find_domain(m, "apache2.service:free")->settings.cpu_quota_per_sec_usec,
+                          USEC_INFINITY);
+
+        /* A second walk keeps the objects of domains that still exist, drops those gone. */
+        kept = slice_manager_find_domain(m, "apache2.service:limited");
+        fake_file("system.slice/apache2.service/limited/cpu.max", "30000 100000\n");
+        _cleanup_free_ char *gone = fake_path("system.slice/web@1.service/_threads/t");
+        _cleanup_free_ char *cmd = strjoin("rm -r '", gone, "'");
+        ck_assert_int_eq(system(cmd), 0);
+        ck_assert_int_eq(slice_manager_scan_domains(m), 0);
+        ck_assert_ptr_eq(slice_manager_find_domain(m, "apache2.service:limited"), kept);
+        ck_assert_uint_eq(kept->settings.cpu_quota_per_sec_usec, 300000);
+        ck_assert_ptr_null(slice_manager_find_domain(m, "web@1.service:t"));
+}
+END_TEST
+
 TEST_SUITE("slice", test_v1_reserved_names, test_v2_reserved_names, test_v1_escape_is_one_to_one,
-           test_cgroup_id_new_each_time, test_v1_adopt_invalid_memory, test_v2_adopt_invalid_memory)
+           test_cgroup_id_new_each_time, test_v1_adopt_invalid_memory, test_v2_adopt_invalid_memory,
+           test_v2_request_domains)

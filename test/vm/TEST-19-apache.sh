@@ -8,7 +8,8 @@
 # map at a reload keeps the old one; configtest names file and line of bad directives; with the
 # event MPM threads move into threaded domains, a stop leaves no process and no cgroup behind and
 # the next start works, IO limits are refused, mod_cgid's CGI programs run outside the domain
-# (documented) and mod_cgi's inside; fail-open serves without domains. Also measures one domain move (µs) with and without favordynmods.
+# (documented) and mod_cgi's inside; fail-open serves without domains; tonarid shows the domains as
+# read-only slices with their limits and usage. Also measures one domain move (µs) with and without favordynmods.
 # Run: meson test -C build TEST-19-apache (needs the packages, bench/tonari-spin and
 # bench/tonari-domain-movecost)
 set -eux
@@ -67,7 +68,7 @@ wall_us() {
 
 testcase_install() {
         # shellcheck disable=SC2046
-        DEBIAN_FRONTEND=noninteractive apt-get install -y $(find "$A" -name 'libtonari0_*.deb' -o -name 'libapache2-mod-tonari_*.deb')
+        DEBIAN_FRONTEND=noninteractive apt-get install -y $(find "$A" -name 'libtonari0_*.deb' -o -name 'libapache2-mod-tonari_*.deb' -o -name 'tonari_*.deb')
         install -D -m 0755 "$A/tonari-spin" /usr/lib/cgi-bin/spin
         install -m 0755 "$A/tonari-spin" /usr/lib/cgi-bin/spin-limited
         assert_eq yes "$(systemctl show -P Delegate apache2.service)"
@@ -147,6 +148,37 @@ testcase_max_requests() {
         wait "$p1"
         get capped.example /cgi-bin/spin?ms=1 >/dev/null
         assert_eq 200 "$(cat /tmp/status)"
+}
+
+# tonarid finds the domains in apache2.service's delegated cgroup and shows each as a read-only slice
+# "apache2.service:NAME" (ListSlices, tonarictl slice list/show), with its limit and the usage the
+# kernel counted: an operator sees each tenant's share.
+testcase_tonarid_shows_domains() {
+        local path=/org/tonari/slice/apache2_2eservice_3alimited before after cpu line
+        wait_for_tonarid
+        before=$(awk '/^usage_usec/ { print $2 }' $CG/limited/cpu.stat)
+        get limited.example /cgi-bin/spin?ms=100 >/dev/null
+        assert_eq 200 "$(cat /tmp/status)"
+        cpu=$(busctl get-property org.tonari.Manager1 $path org.tonari.Slice1 CPUUsageUSec | awk '{ print $2 }')
+        after=$(awk '/^usage_usec/ { print $2 }' $CG/limited/cpu.stat)
+        echo "domain limited: cpu.stat ${before} -> ${after} us, tonarid says ${cpu} us"
+        assert_ge "$cpu" "$((before + 100000))" "CPUUsageUSec of the domain after a 100 ms CGI"
+        assert_le "$cpu" "$after" "CPUUsageUSec of the domain"
+        line=$(tonarictl --no-legend slice list | awk '$1 == "apache2.service:limited"')
+        assert_match "/system.slice/apache2.service/limited$" "$line"
+        tonarictl --no-legend slice list | awk '{ print $1 }' | grep -qx apache2.service:free
+        tonarictl --no-legend slice list | awk '{ print $1 }' | grep -qx apache2.service:capped
+        assert_rc 1 grep -q "apache2.service:_home" <<<"$(tonarictl slice list)"
+        assert_match "Backend=domain" "$(tonarictl slice show apache2.service:limited)"
+        assert_match "Unit=apache2.service" "$(tonarictl slice show apache2.service:limited)"
+        assert_match "CPUQuotaPerSecUSec=500ms" "$(tonarictl slice show apache2.service:limited)"
+        assert_eq "t 18446744073709551615" \
+                "$(busctl get-property org.tonari.Manager1 /org/tonari/slice/apache2_2eservice_3afree org.tonari.Slice1 CPUQuotaPerSecUSec)"
+        # Read-only: the server's configuration sets the limits.
+        assert_rc_match 1 "Slice 'apache2.service:limited' is a request domain .* read-only" \
+                tonarictl slice set apache2.service:limited CPUQuota=10%
+        assert_eq "50000 100000" "$(cat $CG/limited/cpu.max)"
+        assert_rc 5 tonarictl slice show apache2.service:nosuch
 }
 
 testcase_crashing_cgi_leaves_nothing() {
