@@ -15,20 +15,24 @@
 #   --pairs=N       base/tonari pairs of the overhead runs per MPM (12)
 #   --seconds=S     length of one ab run (2)
 #   --concurrency=C ab -c of the overhead runs (10; the paper: 100)
+#   --requests=N    ab -n N per overhead run instead of -t S (the paper: -n 100000)
 #   --ms=LIST       CGI CPU times for Fig 5 (1,2,4,6,10,20)
-#   --parts=LIST    which parts run (overhead,fig5,fig4,move)
+#   --parts=LIST    which parts run (overhead,fig5,fig4,move; also itk: mpm-itk as a third Apache
+#                   beside the other two, needs libapache2-mpm-itk's .deb in $A; profile: perf
+#                   record of the whole guest while ab runs against each Apache, needs perf)
 #   --cgroup-mount=favordynmods  remount cgroup2 with favordynmods first (moves then need no RCU
 #                   grace period; forks and exits pay for it), for the overhead and Fig 5/Fig 4 parts
 set -euo pipefail
 
 A=$TONARI_VM_SHARE/artifacts
-reps=3 pairs=12 seconds=2 conc=10 ms_list=1,2,4,6,10,20 parts=overhead,fig5,fig4,move cgmount=systemd
+reps=3 pairs=12 seconds=2 conc=10 requests=0 ms_list=1,2,4,6,10,20 parts=overhead,fig5,fig4,move cgmount=systemd
 for arg; do
         case $arg in
         --reps=*) reps=${arg#*=} ;;
         --pairs=*) pairs=${arg#*=} ;;
         --seconds=*) seconds=${arg#*=} ;;
         --concurrency=*) conc=${arg#*=} ;;
+        --requests=*) requests=${arg#*=} ;;
         --ms=*) ms_list=${arg#*=} ;;
         --parts=*) parts=${arg#*=} ;;
         --cgroup-mount=favordynmods) cgmount=favordynmods ;;
@@ -127,6 +131,27 @@ ab_rps() {
         fi
         awk '/^Requests per second:/ { print $4 }' <<<"$out"
 }
+# ab_cpu CGROUP ARGS...: one ab run against the Apache in CGROUP (a directory under /sys/fs/cgroup);
+# prints "RPS CPU" with the server's CPU time per complete request in µs (its cgroup's usage_usec,
+# children included), which a stall of the host charges to no server in particular.
+ab_cpu() {
+        local cg=$1 out c0 c1
+        shift
+        c0=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
+        out=$(ab -q -r "$@" 2>&1)
+        c1=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
+        if ! grep -q '^Failed requests: *0$' <<<"$out"; then
+                echo "ab $* failed:" >&2; echo "$out" >&2; return 1
+        fi
+        awk -v c=$((c1 - c0)) '/^Complete requests:/ { n = $3 } /^Requests per second:/ { r = $4 }
+                END { printf "%s %.1f\n", r, n ? c / n : -1 }' <<<"$out"
+}
+# The length of one overhead run: -n N (--requests=) or -t S.
+run_len() {
+        if ((requests > 0)); then echo "-n $requests"; else echo "-t $seconds -n 1000000"; fi
+}
+unit_cg() { echo "/sys/fs/cgroup$(systemctl show -P ControlGroup "$1")"; }
+
 ab_ms() {
         ab -q "$@" 2>&1 | awk '/^Time per request:.*\(mean\)$/ { print $4 }'
 }
@@ -145,8 +170,9 @@ echo "guest: $(nproc) CPUs, kernel $(uname -r), $(apache2 -v | head -1), $(date 
 # of the host hitting both alike. A third run per pair asks mod_tonari's Apache for a host outside
 # the map: the module's cost without the two moves.
 overhead() {
-        local m=$1 pair order first port r on off pids
+        local m=$1 pair order first port r on off pids cg_on cg_off on_cpu off_cpu unmapped_cpu
         mpm "$m"
+        cg_on=$(unit_cg apache2.service) cg_off=$(unit_cg apache2@base.service)
         for port in 80 8080; do
                 ab_rps -c 4 -n 200 -H "Host: site1234.example" "http://127.0.0.1:$port/hello.html" >/dev/null
         done
@@ -154,17 +180,21 @@ overhead() {
                 order="8080 80" first=base
                 ((pair % 2)) || order="80 8080" first=tonari
                 for port in $order; do
-                        r=$(ab_rps -t "$seconds" -n 1000000 -c "$conc" -H "Host: site1234.example" \
-                                "http://127.0.0.1:$port/hello.html")
-                        if ((port == 80)); then on=$r; else off=$r; fi
+                        # shellcheck disable=SC2046
+                        r=$(ab_cpu "$( ((port == 80)) && echo "$cg_on" || echo "$cg_off")" $(run_len) -c "$conc" \
+                                -H "Host: site1234.example" "http://127.0.0.1:$port/hello.html")
+                        if ((port == 80)); then on=${r% *} on_cpu=${r#* }; else off=${r% *} off_cpu=${r#* }; fi
                 done
                 # The module's cost without moves: a host the map does not hold, same Apache.
-                unmapped=$(ab_rps -t "$seconds" -n 1000000 -c "$conc" -H "Host: unmapped.example" \
-                        "http://127.0.0.1:80/hello.html")
-                echo "OVERHEAD mpm=$m pair=$pair first=$first base_rps=$off tonari_rps=$on tonari_unmapped_rps=$unmapped"
+                # shellcheck disable=SC2046
+                r=$(ab_cpu "$cg_on" $(run_len) -c "$conc" -H "Host: unmapped.example" "http://127.0.0.1:80/hello.html")
+                unmapped=${r% *} unmapped_cpu=${r#* }
+                echo "OVERHEAD mpm=$m pair=$pair first=$first base_rps=$off tonari_rps=$on tonari_unmapped_rps=$unmapped" \
+                     "base_cpu_us=$off_cpu tonari_cpu_us=$on_cpu tonari_unmapped_cpu_us=$unmapped_cpu"
                 pids=()
                 for port in 80 8080; do
-                        ab_rps -t "$seconds" -n 1000000 -c "$conc" -H "Host: site1234.example" \
+                        # shellcheck disable=SC2046
+                        ab_rps $(run_len) -c "$conc" -H "Host: site1234.example" \
                                 "http://127.0.0.1:$port/hello.html" >"/tmp/overlap.$port" &
                         pids+=($!)
                 done
@@ -179,6 +209,82 @@ overhead() {
 if part overhead; then
         overhead prefork
         overhead event
+fi
+
+# mpm-itk for context (a peer that gives each virtual host its own user, no resource limits): a
+# third Apache, apache2@itk on port 8081, the peer's configuration plus mpm_itk (a module on top of
+# mpm_prefork since Apache 2.4) and one virtual host (AssignUserID www-data), next to the prefork pair above; the
+# three take turns (order rotating), same page, same ab.
+if part itk; then
+        itk_deb=$(find "$A" -name 'libapache2-mpm-itk_*.deb' | head -n1)
+        [[ -n $itk_deb ]] || fail "no libapache2-mpm-itk .deb in $A (bench/request-domains fetches it)"
+        # Unpacked, not configured: its configuration step would switch /etc/apache2 (mod_tonari's
+        # Apache) to mpm_itk and restart it; only apache2@itk loads it.
+        dpkg --unpack "$itk_deb" >/dev/null
+        [[ -e /etc/apache2/mods-available/mpm_itk.load ]] || fail "unpacking $itk_deb gave no mpm_itk.load"
+        mpm prefork
+        rm -rf /etc/apache2-itk
+        cp -a "$BASE" /etc/apache2-itk
+        sed -i 's/^Listen 8080$/Listen 8081/; s/^\(\s*\)Listen 8443$/\1Listen 8444/' /etc/apache2-itk/ports.conf
+        sed -i 's/<VirtualHost \*:8080>/<VirtualHost *:8081>/; s|</VirtualHost>|\tAssignUserID www-data www-data\n</VirtualHost>|' \
+                /etc/apache2-itk/sites-available/000-default.conf
+        ln -s ../mods-available/mpm_itk.load /etc/apache2-itk/mods-enabled/mpm_itk.load
+        mkdir -p /var/log/apache2-itk
+        systemctl start apache2@itk || { journalctl -q -n 30 -u apache2@itk >&2; fail "Apache with mpm_itk did not start"; }
+        answers 8081
+        grep -q mpm_itk_module < <(APACHE_CONFDIR=/etc/apache2-itk apache2ctl -M 2>/dev/null) || fail "apache2@itk does not load mpm_itk"
+        cg_itk=$(unit_cg apache2@itk.service) cg_on=$(unit_cg apache2.service) cg_off=$(unit_cg apache2@base.service)
+        ab_rps -c 4 -n 200 -H "Host: site1234.example" "http://127.0.0.1:8081/hello.html" >/dev/null
+        for rep in $(seq 1 "$reps"); do
+                case $((rep % 3)) in
+                1) order="8080 80 8081" ;;
+                2) order="80 8081 8080" ;;
+                0) order="8081 8080 80" ;;
+                esac
+                for port in $order; do
+                        case $port in 80) cg=$cg_on ;; 8080) cg=$cg_off ;; 8081) cg=$cg_itk ;; esac
+                        # shellcheck disable=SC2046
+                        r=$(ab_cpu "$cg" $(run_len) -c "$conc" -H "Host: site1234.example" "http://127.0.0.1:$port/hello.html")
+                        case $port in 80) on=$r ;; 8080) off=$r ;; 8081) itk=$r ;; esac
+                done
+                echo "ITK rep=$rep base_rps=${off% *} tonari_rps=${on% *} itk_rps=${itk% *}" \
+                     "base_cpu_us=${off#* } tonari_cpu_us=${on#* } itk_cpu_us=${itk#* }"
+        done
+        systemctl stop apache2@itk
+fi
+
+# Where the time goes: perf samples the whole guest (cpu-clock, call graphs) while ab runs against
+# one Apache, for each Apache and MPM; the report sums what the samples spent in the kernel's
+# cgroup migration (a move) and lists the top symbols.
+if part profile; then
+        command -v perf >/dev/null || fail "perf is missing in the guest (test/vm/packages: linux-perf)"
+        for m in prefork event; do
+                mpm "$m"
+                for port in 80 8080; do
+                        side=$( ((port == 80)) && echo tonari || echo base)
+                        ab -q -r -t $((seconds * 4 + 4)) -n 1000000 -c "$conc" -H "Host: site1234.example" \
+                                "http://127.0.0.1:$port/hello.html" >/tmp/profile.ab 2>&1 &
+                        abpid=$!
+                        sleep 2
+                        perf record -q -a -g -e cpu-clock -F 499 -o /tmp/perf.data -- sleep $((seconds * 4)) >/dev/null 2>&1 ||
+                                fail "perf record failed"
+                        wait "$abpid" || true
+                        rps=$(awk '/^Requests per second:/ { print $4 }' /tmp/profile.ab)
+                        # Inclusive share of the writes that move a process or thread (children),
+                        # and of everything in the cgroup core.
+                        perf report -q -i /tmp/perf.data --children --sort sym --stdio -g none 2>/dev/null |
+                                awk -v m="$m" -v side="$side" -v rps="$rps" '
+                                        { sym = $NF; sub("%", "", $1) }
+                                        sym ~ /^(cgroup_procs_write|cgroup_threads_write|__cgroup_procs_write|cgroup_attach_task|cgroup_migrate|percpu_down_write|rcu_sync_enter|synchronize_rcu|sched_move_task|cgroup_file_write|kernfs_fop_write_iter)$/ {
+                                                printf "PROFILE_INCL mpm=%s side=%s rps=%s sym=%s pct=%s\n", m, side, rps, sym, $1 }'
+                        perf report -q -i /tmp/perf.data --no-children --sort dso,sym --stdio -g none 2>/dev/null |
+                                head -n 25 | awk -v m="$m" -v side="$side" '
+                                        { pct = $1; sub("%", "", pct); $1 = ""; sub(/^ +/, ""); gsub(/ +/, "_")
+                                          printf "PROFILE_TOP mpm=%s side=%s pct=%s sym=%s\n", m, side, pct, $0 }'
+                        rm -f /tmp/perf.data
+                done
+        done
+        systemctl stop apache2 apache2@base 2>/dev/null || true
 fi
 
 # Fig 5 accuracy: a CGI spinning MS ms of CPU, one request at a time, at CPUQuota=50% vs unlimited

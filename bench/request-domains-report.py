@@ -5,7 +5,9 @@
 # every measurement, then per part the median and spread (min-max) of the ratios, and draws
 # PREFIX-overhead.png (per-pair req/s ratio, with the goal and the paper's ratio), PREFIX-fig5.png
 # (CPU share of a request at CPUQuota=50% vs its length, next to the paper's finding) and
-# PREFIX-fig4.png (a normal host's throughput next to a heavy one, limited or not).
+# PREFIX-fig4.png (a normal host's throughput next to a heavy one, limited or not). Also the
+# server's CPU time per request of each side (OVERHEAD's *_cpu_us), mpm-itk as a third Apache (ITK
+# lines) and perf's view of where the guest's time went (PROFILE_* lines).
 #
 # usage: request-domains-report.py LOG PREFIX
 import atexit
@@ -31,6 +33,7 @@ def spread(xs, fmt="%.3f"):
 
 over, overlap, unmapped = defaultdict(list), defaultdict(list), defaultdict(list)
 fig5, fig4, move = defaultdict(list), defaultdict(list), defaultdict(list)
+cpu, itk, prof_incl, prof_top = defaultdict(list), [], defaultdict(dict), defaultdict(list)
 header = []
 for line in open(log, errors="replace"):
     line = line.strip()
@@ -41,6 +44,17 @@ for line in open(log, errors="replace"):
         over[f["mpm"]].append((int(f["pair"]), float(f["base_rps"]), float(f["tonari_rps"])))
         if "tonari_unmapped_rps" in f:
             unmapped[f["mpm"]].append(float(f["tonari_unmapped_rps"]) / float(f["base_rps"]))
+        if "base_cpu_us" in f:
+            cpu[f["mpm"]].append(tuple(float(f[k]) for k in ("base_cpu_us", "tonari_cpu_us", "tonari_unmapped_cpu_us")))
+    elif line.startswith("ITK "):
+        itk.append(fields(line))
+    elif line.startswith("PROFILE_INCL "):
+        f = fields(line)
+        prof_incl[(f["mpm"], f["side"])][f["sym"]] = float(f["pct"])
+        prof_incl[(f["mpm"], f["side"])]["rps"] = f["rps"]
+    elif line.startswith("PROFILE_TOP "):
+        f = fields(line)
+        prof_top[(f["mpm"], f["side"])].append((float(f["pct"]), f["sym"]))
     elif line.startswith("OVERLAP "):
         f = fields(line)
         overlap[f["mpm"]].append((int(f["pair"]), float(f["base_rps"]), float(f["tonari_rps"])))
@@ -53,7 +67,7 @@ for line in open(log, errors="replace"):
     elif line.startswith("MOVE "):
         f = fields(line)
         move[(f["mount"], f["kind"])].append(f)
-if not (over or fig5 or fig4 or move):
+if not (over or fig5 or fig4 or move or itk or prof_top):
     sys.exit("request-domains-report: no OVERHEAD, FIG5, FIG4 or MOVE lines in %s" % log)
 print("\n".join(header))
 tmp = tempfile.mkdtemp(prefix="request-domains-report.")
@@ -79,6 +93,14 @@ if over:
         print("  %-7s: ratio median %s" % (m, spread(q)))
         if unmapped.get(m):
             print("  %-7s: a host outside the map (no move) ÷ base, ratio median %s" % (m, spread(unmapped[m])))
+        if cpu.get(m):
+            # The server's CPU per request: base ÷ tonari is the req/s ratio a CPU-bound server would
+            # reach (goal >= 0.995 means at most 0.5 % more CPU per request).
+            for p, (b, t, u) in zip([p for p, _, _ in rows], cpu[m]):
+                print("  %-7s pair %2d: server CPU per request base %.1f us, tonari %.1f us, tonari unmapped %.1f us"
+                      % (m, p, b, t, u))
+            print("  %-7s: CPU per request base ÷ tonari, median %s; base ÷ tonari unmapped %s"
+                  % (m, spread([b / t for b, t, _ in cpu[m]]), spread([b / u for b, _, u in cpu[m]])))
         print("  %-7s: base req/s median %s; tonari %s; same-side spread max/min %.2f and %.2f"
               % (m, spread(base, "%.1f"), spread(ton, "%.1f"), max(base) / min(base), max(ton) / min(ton)))
         dat = os.path.join(tmp, "over-%s.dat" % m)
@@ -110,6 +132,28 @@ plot 0.995 with lines dt 2 lc rgb "dark-green" title "goal 0.995", \\
      1 with lines lc rgb "gray" notitle, %s
 ''' % (prefix, ", ".join(plot)))
     print("  plot: %s-overhead.png" % prefix)
+
+if itk:
+    print("\n== mpm-itk for context: a third Apache (prefork + mpm_itk, one virtual host with AssignUserID), same page")
+    print("   and ab, taking turns with the prefork peer (base) and mod_tonari's Apache (prefork, 100 000 hosts mapped)")
+    for f in itk:
+        print("  rep %s: req/s base %s, tonari %s, itk %s; server CPU per request (us) base %s, tonari %s, itk %s"
+              % (f["rep"], f["base_rps"], f["tonari_rps"], f["itk_rps"], f["base_cpu_us"], f["tonari_cpu_us"], f["itk_cpu_us"]))
+    print("  req/s itk ÷ base, median %s; tonari ÷ base %s; CPU per request base ÷ itk %s, base ÷ tonari %s"
+          % (spread([float(f["itk_rps"]) / float(f["base_rps"]) for f in itk]),
+             spread([float(f["tonari_rps"]) / float(f["base_rps"]) for f in itk]),
+             spread([float(f["base_cpu_us"]) / float(f["itk_cpu_us"]) for f in itk]),
+             spread([float(f["base_cpu_us"]) / float(f["tonari_cpu_us"]) for f in itk])))
+
+if prof_top:
+    print("\n== perf (cpu-clock, whole guest) while ab runs against one Apache: inclusive share of the cgroup move path,")
+    print("   then the top symbols (self)")
+    for key in sorted(prof_top):
+        incl = prof_incl.get(key, {})
+        print("  %s, %s (%s req/s): %s" % (key[0], key[1], incl.get("rps", "?"),
+              ", ".join("%s %.2f %%" % (k, v) for k, v in sorted(incl.items(), key=lambda kv: str(kv[0])) if k != "rps") or "no samples in the move path"))
+        for pct, sym in prof_top[key][:12]:
+            print("      %6.2f %%  %s" % (pct, sym))
 
 if fig5:
     print("\n== Fig 5 accuracy: one CGI request at a time, request time unlimited ÷ CPUQuota=50% (goal 50 ± 5 % for >= 2 ms;")
