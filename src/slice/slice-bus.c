@@ -681,41 +681,45 @@ int bus_slice_method_get(sd_bus_message *m, void *userdata, sd_bus_error *error)
         return sd_bus_reply_method_return(m, "o", s->object_path);
 }
 
-static int append_slice_list(sd_bus_message *reply, Slice *list) {
-        int r;
+static int append_slice(sd_bus_message *reply, Slice *s) {
+        CGroupUsage u;
+        _cleanup_free_ char *cgroup = NULL;
 
-        for (Slice *s = list; s; s = s->next) {
-                CGroupUsage u;
-                _cleanup_free_ char *cgroup = NULL;
-
-                if (s->state == SLICE_CREATING)
-                        continue;
-                if (slice_read_usage(s, &u) < 0)
-                        u = (CGroupUsage){ UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
-                cgroup = strjoin("/", strempty(s->cgroup));
-                if (!cgroup)
-                        return -ENOMEM;
-                r = sd_bus_message_append(reply, "(sosttt)", s->name, s->object_path, cgroup, u.n_tasks,
-                                          u.cpu_usage_usec, u.memory_current);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        if (slice_read_usage(s, &u) < 0)
+                u = (CGroupUsage){ UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
+        cgroup = strjoin("/", strempty(s->cgroup));
+        if (!cgroup)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "(sosttt)", s->name, s->object_path, cgroup, u.n_tasks, u.cpu_usage_usec,
+                                     u.memory_current);
 }
 
 static int append_slices(sd_bus_message *reply, void *userdata) {
         SliceManager *sm = userdata;
+        Slice *s, *d;
         int r;
 
         if (!sm)
                 return 0;
-        r = append_slice_list(reply, sm->slices);
-        if (r < 0)
-                return r;
-        /* Then the servers' request domains (read-only), found anew. */
-        if (slice_manager_scan_domains(sm) < 0)
-                return 0;
-        return append_slice_list(reply, sm->domains);
+        /* The servers' request domains (read-only), found anew, merged in by name: both lists are sorted. */
+        d = slice_manager_scan_domains(sm) >= 0 ? sm->domains : NULL;
+        for (s = sm->slices; s || d;) {
+                Slice *next;
+
+                if (s && (!d || strcmp(s->name, d->name) < 0)) {
+                        next = s;
+                        s = s->next;
+                        if (next->state == SLICE_CREATING)
+                                continue;
+                } else {
+                        next = d;
+                        d = d->next;
+                }
+                r = append_slice(reply, next);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 int bus_slice_method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
