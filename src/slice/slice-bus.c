@@ -106,8 +106,6 @@ int bus_slice_read_existing(sd_bus_message *m, SliceManager *sm, Slice **ret, sd
                 return r;
         /* Without slices (no backend), no name is a slice. */
         s = sm ? slice_manager_find(sm, name) : NULL;
-        if (!s && sm && slice_manager_scan_domains(sm) >= 0)
-                s = slice_manager_find_domain(sm, name);
         if (!s || s->state == SLICE_CREATING)
                 return bus_slice_error_no_such(error, name);
         *ret = s;
@@ -672,12 +670,21 @@ int bus_slice_method_attach(sd_bus_message *m, void *userdata, sd_bus_error *err
 /* ---- read-only methods */
 
 int bus_slice_method_get(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        SliceManager *sm = manager_of(userdata);
+        const char *name;
         Slice *s;
         int r;
 
-        r = bus_slice_read_existing(m, manager_of(userdata), &s, error);
+        /* Not bus_slice_read_existing(): its other callers act on the slice, GetSlice() also finds the
+         * servers' request domains, which are read-only. */
+        r = bus_slice_read_name(m, &name, error);
         if (r < 0)
                 return r;
+        s = sm ? slice_manager_find(sm, name) : NULL;
+        if (!s && sm && slice_manager_scan_domains(sm) >= 0)
+                s = slice_manager_find_domain(sm, name);
+        if (!s || s->state == SLICE_CREATING)
+                return bus_slice_error_no_such(error, name);
         return sd_bus_reply_method_return(m, "o", s->object_path);
 }
 
