@@ -226,15 +226,16 @@ if part itk; then
         [[ -n $itk_deb ]] || fail "no libapache2-mpm-itk .deb in $A (bench/request-domains fetches it)"
         # Unpacked, not configured: its configuration step would switch /etc/apache2 (mod_tonari's
         # Apache) to mpm_itk and restart it; only apache2@itk loads it.
+        # (Its mpm_itk.load, a configuration file, stays mpm_itk.load.dpkg-new until then.)
         dpkg --unpack "$itk_deb" >/dev/null
-        [[ -e /etc/apache2/mods-available/mpm_itk.load ]] || fail "unpacking $itk_deb gave no mpm_itk.load"
+        [[ -e /usr/lib/apache2/modules/mpm_itk.so ]] || fail "unpacking $itk_deb gave no mpm_itk.so"
         mpm prefork
         rm -rf /etc/apache2-itk
         cp -a "$BASE" /etc/apache2-itk
         sed -i 's/^Listen 8080$/Listen 8081/; s/^\(\s*\)Listen 8443$/\1Listen 8444/' /etc/apache2-itk/ports.conf
         sed -i 's/<VirtualHost \*:8080>/<VirtualHost *:8081>/; s|</VirtualHost>|\tAssignUserID www-data www-data\n</VirtualHost>|' \
                 /etc/apache2-itk/sites-available/000-default.conf
-        ln -s ../mods-available/mpm_itk.load /etc/apache2-itk/mods-enabled/mpm_itk.load
+        echo "LoadModule mpm_itk_module /usr/lib/apache2/modules/mpm_itk.so" >/etc/apache2-itk/mods-enabled/mpm_itk.load
         mkdir -p /var/log/apache2-itk
         systemctl start apache2@itk || { journalctl -q -n 30 -u apache2@itk >&2; fail "Apache with mpm_itk did not start"; }
         answers 8081
