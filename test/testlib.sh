@@ -135,16 +135,6 @@ kill_and_wait() {
         done
 }
 
-# wait_cpu_usec PID USEC: waits (at most 30 s) until the process has used USEC of CPU time.
-wait_cpu_usec() {
-        local i
-        for ((i = 0; i < 300; i++)); do
-                (($(cpu_usec "$1") >= $2)) && return 0
-                sleep 0.1
-        done
-        _tl_end 1 "wait_cpu_usec: PID $1 did not use $2 µs of CPU in 30 s"
-}
-
 # cpu_percent PID SECONDS: the share of one CPU, in percent, the process uses over the next SECONDS.
 cpu_percent() {
         local before start used elapsed

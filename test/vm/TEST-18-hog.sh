@@ -74,9 +74,10 @@ testcase_cpu_hog_limit_confirm_restart_lift() {
         taskset -c 0 python3 "$LOAD" cpu 100 50 &
         victim=$!
         tonarictl hog register h1 "$hog" "$victim"
-        # First sampled within an interval (1 s), judged one interval later; two more intervals
-        # of slack for a loaded host.
-        wait_class "$hog" cpu-limited 10
+        # First sampled within an interval (1 s), judged one interval later. The bound is wide: in
+        # a TCG guest on a loaded host this took 9 s once (2026-11-28), and how fast the limit
+        # comes is the bench's measure (bench/hog-limit), not this test's.
+        wait_class "$hog" cpu-limited 20
         assert_eq unlimited "$(class_of "$victim")"
         assert_match "(^|[[:space:]])$hog([[:space:]]|$)" "$(cat "$g/cpu-limited/cgroup.procs")"
         for _ in $(seq 20); do
