@@ -4,21 +4,44 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <search.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "alloc-util.h"
 #include "fd-util.h"
+#include "fileio.h"
 #include "imagefs-cache.h"
 #include "mkdir.h"
 #include "string-util.h"
 
 /* Bytes hashed per read when cached content is verified again. */
 #define VERIFY_BUFFER_BYTES (1U * 1024U * 1024U)
+
+/* Verification records (imagefs-cache.h): the key in the directory's trusted.* extended attribute
+ * (neither readable nor writable without CAP_SYS_ADMIN), a record beside each verified content. */
+#define KEY_XATTR "trusted.tonari-imagefs.verification-key"
+#define KEY_BYTES 32
+#define RECORD_SUFFIX ".verified"
+#define RECORD_MAGIC "TNIFSVR1"
+#define BOOT_ID_BYTES 40 /* 36 characters, zero-padded */
+
+typedef struct VerificationRecord {
+        char magic[8];
+        uint8_t digest[DIGEST_SIZE];
+        char boot_id[BOOT_ID_BYTES];
+        uint64_t ino;
+        uint64_t size;
+        int64_t mtime_sec, mtime_nsec;
+        int64_t ctime_sec, ctime_nsec;
+        uint8_t mac[DIGEST_SIZE];   /* HMAC-SHA256 of everything before it */
+} VerificationRecord;
 
 struct ImagefsCacheEntry {
         Digest digest;
@@ -33,6 +56,7 @@ struct ImagefsCacheEntry {
         bool complete;         /* the file is "<hex>", every unit present */
         bool dropped;          /* no longer in the cache's index (its file removed) */
         struct timespec stamp; /* the file's ctime when the verified bits were last valid */
+        bool recorded;         /* a verification record matches the file as stamp says it is */
         uint64_t disk_bytes;   /* counted in the cache's total */
         uint64_t last_used;
         unsigned refs;
@@ -50,6 +74,10 @@ struct ImagefsCache {
         uint64_t total_bytes;
         uint64_t clock;
         ImagefsCacheEntry *lru_first, *lru_last; /* least recently used first */
+        bool records;          /* verification records kept and trusted (a key and a boot ID) */
+        uint8_t key[KEY_BYTES];
+        char boot_id[BOOT_ID_BYTES];
+        uint64_t rehashed_bytes; /* cached bytes read back and hashed (atomic) */
 };
 
 static int entry_compare(const void *a, const void *b) {
@@ -107,6 +135,88 @@ static void name_of(const ImagefsCacheEntry *e, bool part, char buf[static DIGES
                 strcat(buf, ".part");
 }
 
+static void record_name_of(const ImagefsCacheEntry *e, char buf[static DIGEST_HEX_LEN + STRLEN(RECORD_SUFFIX) + 1]) {
+        digest_to_hex(&e->digest, buf);
+        strcat(buf, RECORD_SUFFIX);
+}
+
+/* The record the entry's file would have as st describes it, its MAC included. */
+static int record_make(ImagefsCache *c, const ImagefsCacheEntry *e, const struct stat *st, VerificationRecord *ret) {
+        VerificationRecord rec;
+        Digest mac;
+        int r;
+
+        memset(&rec, 0, sizeof(rec));
+        memcpy(rec.magic, RECORD_MAGIC, sizeof(rec.magic));
+        memcpy(rec.digest, e->digest.bytes, DIGEST_SIZE);
+        memcpy(rec.boot_id, c->boot_id, BOOT_ID_BYTES);
+        rec.ino = (uint64_t) st->st_ino;
+        rec.size = (uint64_t) st->st_size;
+        rec.mtime_sec = (int64_t) st->st_mtim.tv_sec;
+        rec.mtime_nsec = (int64_t) st->st_mtim.tv_nsec;
+        rec.ctime_sec = (int64_t) st->st_ctim.tv_sec;
+        rec.ctime_nsec = (int64_t) st->st_ctim.tv_nsec;
+        r = digest_hmac(c->key, KEY_BYTES, &rec, offsetof(VerificationRecord, mac), &mac);
+        if (r < 0)
+                return r;
+        memcpy(rec.mac, mac.bytes, DIGEST_SIZE);
+        *ret = rec;
+        return 0;
+}
+
+/* Whether the entry's record says its file, as st describes it, was verified whole in this boot. */
+static bool record_matches(ImagefsCache *c, const ImagefsCacheEntry *e, const struct stat *st) {
+        char name[DIGEST_HEX_LEN + STRLEN(RECORD_SUFFIX) + 1];
+        _cleanup_close_ int fd = -EBADF;
+        VerificationRecord want, have;
+        uint8_t diff = 0;
+        ssize_t k;
+
+        if (!c->records || record_make(c, e, st, &want) < 0)
+                return false;
+        record_name_of(e, name);
+        fd = openat(c->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0)
+                return false;
+        k = pread(fd, &have, sizeof(have), 0);
+        if (k != (ssize_t) sizeof(have))
+                return false;
+        /* All of it compared, in time that does not depend on where it differs. */
+        for (size_t i = 0; i < sizeof(have); i++)
+                diff |= ((const uint8_t *) &have)[i] ^ ((const uint8_t *) &want)[i];
+        return diff == 0;
+}
+
+/* Records that the entry's file, as st describes it, matched its digest whole. A record lost or torn
+ * (no fsync: records do not outlive the boot) only means verifying again. */
+static int record_write(ImagefsCache *c, const ImagefsCacheEntry *e, const struct stat *st) {
+        char name[DIGEST_HEX_LEN + STRLEN(RECORD_SUFFIX) + 1];
+        _cleanup_close_ int fd = -EBADF;
+        VerificationRecord rec;
+        int r;
+
+        r = record_make(c, e, st, &rec);
+        if (r < 0)
+                return r;
+        record_name_of(e, name);
+        fd = openat(c->dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, &rec, sizeof(rec)) != (ssize_t) sizeof(rec)) {
+                r = errno > 0 ? -errno : -EIO;
+                (void) unlinkat(c->dir_fd, name, 0);
+                return r;
+        }
+        return 0;
+}
+
+static void record_remove(ImagefsCache *c, const ImagefsCacheEntry *e) {
+        char name[DIGEST_HEX_LEN + STRLEN(RECORD_SUFFIX) + 1];
+
+        record_name_of(e, name);
+        (void) unlinkat(c->dir_fd, name, 0);
+}
+
 /* With the cache's lock: out of the index, the LRU list and the total, its file removed. The entry
  * itself lives on while references hold it. */
 static void drop_locked(ImagefsCache *c, ImagefsCacheEntry *e) {
@@ -120,6 +230,7 @@ static void drop_locked(ImagefsCache *c, ImagefsCacheEntry *e) {
         c->total_bytes -= MIN(c->total_bytes, e->disk_bytes);
         name_of(e, !e->complete, name);
         (void) unlinkat(c->dir_fd, name, 0);
+        record_remove(c, e);
         e->dropped = true;
 }
 
@@ -156,8 +267,23 @@ static int scan(ImagefsCache *c) {
                 struct stat st;
                 Digest digest;
 
+                char record[DIGEST_HEX_LEN + STRLEN(RECORD_SUFFIX) + 1];
+                struct stat rst;
+
                 if (endswith(de->d_name, ".part")) {
                         (void) unlinkat(c->dir_fd, de->d_name, 0);
+                        continue;
+                }
+                if (endswith(de->d_name, RECORD_SUFFIX)) {
+                        /* A record without its content is removed; one with it is read at first use. */
+                        char content[DIGEST_HEX_LEN + 1];
+
+                        if (strlen(de->d_name) == sizeof(record) - 1) {
+                                memcpy(content, de->d_name, DIGEST_HEX_LEN);
+                                content[DIGEST_HEX_LEN] = 0;
+                                if (faccessat(c->dir_fd, content, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                                        (void) unlinkat(c->dir_fd, de->d_name, 0);
+                        }
                         continue;
                 }
                 if (digest_from_hex(de->d_name, &digest) < 0)
@@ -166,6 +292,13 @@ static int scan(ImagefsCache *c) {
                         (void) unlinkat(c->dir_fd, de->d_name, 0);
                         continue;
                 }
+                /* A content trusted by its record marks its use on the record (its own times are in it). */
+                memcpy(record, de->d_name, DIGEST_HEX_LEN);
+                strcpy(record + DIGEST_HEX_LEN, RECORD_SUFFIX);
+                if (fstatat(c->dir_fd, record, &rst, AT_SYMLINK_NOFOLLOW) >= 0 &&
+                    (rst.st_mtim.tv_sec > st.st_mtim.tv_sec ||
+                     (rst.st_mtim.tv_sec == st.st_mtim.tv_sec && rst.st_mtim.tv_nsec > st.st_mtim.tv_nsec)))
+                        st.st_mtim = rst.st_mtim;
                 if (n_found == allocated) {
                         struct Found *n = reallocarray(found, allocated * 2 + 16, sizeof(*found));
 
@@ -213,6 +346,33 @@ finish:
         return r;
 }
 
+/* The directory's verification key (made on first use) and this boot's ID: c->records says whether both
+ * are there. Without them (no trusted.* attributes on the file system, no CAP_SYS_ADMIN, no /proc) a
+ * content found at start is verified again before its first use, as every one was before records. */
+static void load_key(ImagefsCache *c) {
+        _cleanup_free_ char *boot_id = NULL;
+        ssize_t n;
+
+        if (read_one_line_file("/proc/sys/kernel/random/boot_id", &boot_id) < 0 || strlen(boot_id) != 36)
+                return;
+        memset(c->boot_id, 0, sizeof(c->boot_id));
+        memcpy(c->boot_id, boot_id, strlen(boot_id));
+
+        n = fgetxattr(c->dir_fd, KEY_XATTR, c->key, sizeof(c->key));
+        if (n == (ssize_t) sizeof(c->key)) {
+                c->records = true;
+                return;
+        }
+        if (n < 0 && errno != ENODATA)
+                return; /* EPERM, EOPNOTSUPP, ...: no records */
+        /* Missing, or not a key (then every record made with it is void too). */
+        if (getrandom(c->key, sizeof(c->key), 0) != (ssize_t) sizeof(c->key))
+                return;
+        if (fsetxattr(c->dir_fd, KEY_XATTR, c->key, sizeof(c->key), 0) < 0)
+                return;
+        c->records = true;
+}
+
 int imagefs_cache_new(const char *dir, uint64_t max_bytes, ImagefsCache **ret) {
         ImagefsCache *c;
         int r;
@@ -240,6 +400,7 @@ int imagefs_cache_new(const char *dir, uint64_t max_bytes, ImagefsCache **ret) {
                 r = errno == EWOULDBLOCK ? -EBUSY : -errno;
                 goto fail;
         }
+        load_key(c);
         r = scan(c);
         if (r < 0)
                 goto fail;
@@ -295,14 +456,27 @@ static int entry_setup(ImagefsCache *c, ImagefsCacheEntry *e, const ImagefsConte
                 if (e->fd >= 0 && fstat(e->fd, &st) == 0 && (uint64_t) st.st_size == e->size) {
                         memset(e->present, 1, n);
                         e->stamp = st.st_ctim;
+                        e->known = true;
+                        if (S_ISREG(st.st_mode) && record_matches(c, e, &st)) {
+                                /* Verified whole in this boot, and not changed since (same inode, size,
+                                 * mtime, ctime): trusted without reading it. Its use is marked on the
+                                 * record, for the order of eviction after a restart. */
+                                char record[DIGEST_HEX_LEN + STRLEN(RECORD_SUFFIX) + 1];
+
+                                memset(e->verified, 1, n);
+                                e->recorded = true;
+                                record_name_of(e, record);
+                                (void) utimensat(c->dir_fd, record, NULL, AT_SYMLINK_NOFOLLOW);
+                                return 0;
+                        }
                         /* Its time says when it was last used, for the order of eviction after a restart. */
                         (void) futimens(e->fd, NULL);
-                        e->known = true;
                         return 0;
                 }
                 /* Not what the content's size says: start again. */
                 e->fd = safe_close(e->fd);
                 (void) unlinkat(c->dir_fd, name, 0);
+                record_remove(c, e);
                 e->complete = false;
         }
         name_of(e, true, name);
@@ -470,6 +644,7 @@ int imagefs_cache_prepare(ImagefsCache *c, ImagefsCacheEntry *e, uint64_t offset
         if (st.st_ctim.tv_sec != e->stamp.tv_sec || st.st_ctim.tv_nsec != e->stamp.tv_nsec) {
                 memset(e->verified, 0, e->n_units);
                 e->stamp = st.st_ctim;
+                e->recorded = false;
         }
 
         for (uint32_t u = (uint32_t) (offset / e->unit_bytes); u <= (end - 1) / e->unit_bytes; u++) {
@@ -480,6 +655,7 @@ int imagefs_cache_prepare(ImagefsCache *c, ImagefsCacheEntry *e, uint64_t offset
                 if (e->verified[u])
                         continue;
                 if (e->present[u]) {
+                        __atomic_add_fetch(&c->rehashed_bytes, len, __ATOMIC_RELAXED);
                         r = verify_unit(e, h, u, start, len);
                         if (r == -EUCLEAN)
                                 corrupt = true;
@@ -521,6 +697,13 @@ done:
         /* Our own writes change the file's ctime: they are not a reason to verify again. */
         if (wrote && r >= 0 && fstat(e->fd, &st) >= 0)
                 e->stamp = st.st_ctim;
+        /* Complete and every unit verified, the file unchanged since (its ctime): recorded, so that the
+         * next process trusts it without reading it. */
+        if (r >= 0 && c->records && e->complete && !e->recorded && !e->dropped &&
+            !memchr(e->verified, 0, e->n_units) && fstat(e->fd, &st) >= 0 &&
+            st.st_ctim.tv_sec == e->stamp.tv_sec && st.st_ctim.tv_nsec == e->stamp.tv_nsec &&
+            record_write(c, e, &st) >= 0)
+                e->recorded = true;
         pthread_mutex_unlock(&e->lock);
 
         pthread_mutex_lock(&c->lock);
@@ -547,4 +730,12 @@ void imagefs_cache_usage(ImagefsCache *c, uint64_t *ret_bytes, uint64_t *ret_ent
         *ret_bytes = c->total_bytes;
         *ret_entries = c->n_entries;
         pthread_mutex_unlock(&c->lock);
+}
+
+bool imagefs_cache_keeps_verification(ImagefsCache *c) {
+        return c->records;
+}
+
+uint64_t imagefs_cache_rehashed_bytes(ImagefsCache *c) {
+        return __atomic_load_n(&c->rehashed_bytes, __ATOMIC_RELAXED);
 }

@@ -6,11 +6,24 @@
  * content digest, shared by every mount of the process (an image's layers, and other images, share
  * contents). A file's bytes are served only after they matched the ToC: by chunk when the ToC has
  * chunk digests (large files: a read fetches and verifies the 1 MiB pieces it touches), else whole.
- * Bytes found in the directory at start (a previous run's) are verified again before their first use;
- * so are bytes whose file changed (its ctime) since they were verified.
+ * Bytes whose file changed (its ctime) since they were verified are verified again before their next
+ * use. A content found in the directory at start (a previous process's) is verified again before its
+ * first use unless its verification record says it was verified whole in this boot and its file is
+ * the same as then.
+ *
+ * Verification records ("<64 hex>.verified"): written once a complete content matched its digest, they
+ * bind the digest to this boot's ID and the file's inode number, size, mtime and ctime under an
+ * HMAC-SHA256 whose key lives in the directory's "trusted.tonari-imagefs.verification-key" extended
+ * attribute (made on first use). Who can forge one: only a process with CAP_SYS_ADMIN (trusted.*
+ * attributes are invisible to everyone else), who can replace the daemon anyway. Any change to the
+ * file after it was recorded changes its ctime, which only the kernel sets (to the present: moving it
+ * back needs CAP_SYS_TIME), so the record no longer matches; a file replaced has another inode; a
+ * reboot voids every record (so does a crash: records are not synced). Not covered: bytes changed
+ * below the file system (a disk's bit rot) during one boot. Where the key cannot be kept (no trusted.*
+ * attributes, no CAP_SYS_ADMIN) there are no records and every start verifies again.
  *
  * On disk: "<64 hex>" holds a complete content, "<64 hex>.part" one being filled (removed at start:
- * which of its pieces were written is known only in memory). A lock file keeps a second process out.
+ * which of its pieces were written is known only in memory), "<64 hex>.verified" a content's record. A lock file keeps a second process out.
  * CacheMaxBytes= bounds the sum of the files' sizes: the least recently used contents that no open file
  * holds are removed when a fetch goes beyond it (a content in use may exceed it for a while).
  *
@@ -61,6 +74,11 @@ void imagefs_cache_unref(ImagefsCache *c, ImagefsCacheEntry *e);
  */
 int imagefs_cache_prepare(ImagefsCache *c, ImagefsCacheEntry *e, uint64_t offset, uint64_t size,
                           imagefs_fetch_t fetch, void *userdata, int *ret_fd, uint64_t *ret_fetched, bool *ret_hit);
+
+/* Whether verification records are kept and trusted here (the key could be kept in the directory). */
+bool imagefs_cache_keeps_verification(ImagefsCache *c);
+/* Cached bytes read back and hashed again, since the cache was opened. */
+uint64_t imagefs_cache_rehashed_bytes(ImagefsCache *c);
 
 /* The sum of the cache files' sizes, and the number of contents known. */
 void imagefs_cache_usage(ImagefsCache *c, uint64_t *ret_bytes, uint64_t *ret_entries);

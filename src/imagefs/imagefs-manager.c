@@ -251,6 +251,10 @@ int imagefs_manager_new(const ImagefsManagerConfig *config, ImagefsManager **ret
                 return log_error_errno(r, "Cache directory '%s' is in use by another process.", config->cache_directory);
         if (r < 0)
                 return log_error_errno(r, "Failed to open cache directory '%s': %m", config->cache_directory);
+        if (!imagefs_cache_keeps_verification(m->cache))
+                log_info("Cache directory '%s': no verification records (its file system has no trusted.* "
+                         "attributes or this process lacks CAP_SYS_ADMIN): cached contents are verified again "
+                         "after every start.", config->cache_directory);
 
         r = sd_event_default(&m->event);
         if (r < 0)

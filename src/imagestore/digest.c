@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <limits.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "alloc-util.h"
 #include "digest.h"
@@ -121,6 +123,17 @@ int digest_buffer(const void *data, size_t size, Digest *ret) {
         unsigned n = 0;
 
         if (EVP_Digest(data, size, d.bytes, &n, EVP_sha256(), NULL) != 1 || n != DIGEST_SIZE)
+                return -EIO;
+        *ret = d;
+        return 0;
+}
+
+int digest_hmac(const void *key, size_t key_size, const void *data, size_t size, Digest *ret) {
+        Digest d;
+        unsigned n = 0;
+
+        if (key_size > INT_MAX ||
+            !HMAC(EVP_sha256(), key, (int) key_size, data, size, d.bytes, &n) || n != DIGEST_SIZE)
                 return -EIO;
         *ret = d;
         return 0;

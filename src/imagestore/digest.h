@@ -55,3 +55,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Hasher *, hasher_free);
 
 /* sha256 of one buffer. */
 int digest_buffer(const void *data, size_t size, Digest *ret);
+
+/* HMAC-SHA256 of one buffer under key (RFC 2104). */
+int digest_hmac(const void *key, size_t key_size, const void *data, size_t size, Digest *ret);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "../unit/tests.h"
@@ -354,5 +355,129 @@ START_TEST(test_eviction) {
 }
 END_TEST
 
+/* Copies the file at from over to (both in the cache directory). */
+static void copy_file(const char *from, const char *to) {
+        _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC), out = -EBADF;
+        uint8_t buf[512];
+        ssize_t k;
+
+        ck_assert_int_ge(in, 0);
+        out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(out, 0);
+        while ((k = read(in, buf, sizeof(buf))) > 0)
+                ck_assert_int_eq(write(out, buf, (size_t) k), k);
+        ck_assert_int_eq(k, 0);
+}
+
+/* Opens the cache at dir again and reads all of f: whether it was a hit, and the bytes hashed again. */
+static int reopen_and_read(ImagefsCache **c, const char *dir, Fake *f, bool *ret_hit, uint64_t *ret_rehashed) {
+        ImagefsContent ct = content_of(f);
+        ImagefsCacheEntry *e;
+        int r;
+
+        *c = imagefs_cache_free(*c);
+        ck_assert_int_eq(imagefs_cache_new(dir, 0, c), 0);
+        ck_assert_int_eq(imagefs_cache_get(*c, &ct, &e), 0);
+        r = read_check(*c, e, f, 0, f->size, ret_hit);
+        imagefs_cache_unref(*c, e);
+        *ret_rehashed = imagefs_cache_rehashed_bytes(*c);
+        return r;
+}
+
+START_TEST(test_verification_records) {
+        _cleanup_(imagefs_cache_freep) ImagefsCache *c = NULL;
+        ImagefsCacheEntry *e;
+        ImagefsContent ct;
+        uint64_t rehashed;
+        struct stat st;
+        Fake f, g;
+        bool hit, records;
+
+        fake_init(&f, 3 * CHUNK, 20, true);
+        fake_init(&g, 5000, 21, false);
+        ck_assert_int_eq(imagefs_cache_new(test_tmpdir(), 0, &c), 0);
+        records = imagefs_cache_keeps_verification(c);
+        if (!records)
+                /* Without CAP_SYS_ADMIN or trusted.* attributes: no records, every start verifies. */
+                ck_assert_int_eq(getxattr(test_tmpdir(), "trusted.tonari-imagefs.verification-key", NULL, 0), -1);
+        FOREACH_ELEMENT(x, ((Fake *[]) { &f, &g })) {
+                ct = content_of(*x);
+                ck_assert_int_eq(imagefs_cache_get(c, &ct, &e), 0);
+                ck_assert_int_eq(read_check(c, e, *x, 0, (*x)->size, &hit), 0);
+                imagefs_cache_unref(c, e);
+        }
+        ck_assert_uint_eq(imagefs_cache_rehashed_bytes(c), 0);
+        _cleanup_free_ char *whole = path_of(test_tmpdir(), &f, ""), *record = path_of(test_tmpdir(), &f, ".verified"),
+                            *g_record = path_of(test_tmpdir(), &g, ".verified");
+        ck_assert_int_eq(access(record, F_OK), records ? 0 : -1);
+
+        /* A restart: a recorded content is a hit without reading it back; else it is verified again. */
+        ck_assert_int_eq(reopen_and_read(&c, test_tmpdir(), &f, &hit, &rehashed), 0);
+        ck_assert(hit);
+        ck_assert_uint_eq(rehashed, records ? 0 : f.size);
+        ck_assert_uint_eq(f.fetches, 3);
+        if (!records) {
+                free(f.data);
+                free(g.data);
+                return;
+        }
+
+        /* Damaged while no process ran, its mtime put back: the ctime still differs, so it is verified
+         * again and refused, and dropped with its record. */
+        ck_assert_int_eq(stat(whole, &st), 0);
+        flip(whole, CHUNK + 3);
+        ck_assert_int_eq(utimensat(AT_FDCWD, whole, (const struct timespec[]) { st.st_atim, st.st_mtim }, 0), 0);
+        ck_assert_int_eq(reopen_and_read(&c, test_tmpdir(), &f, &hit, &rehashed), -EUCLEAN);
+        ck_assert_uint_gt(rehashed, 0);
+        ck_assert_int_eq(access(whole, F_OK), -1);
+        ck_assert_int_eq(access(record, F_OK), -1);
+
+        /* Fetched again and recorded; then replaced by a copy of itself, damaged (another inode) with the
+         * old record put back: refused. */
+        ck_assert_int_eq(reopen_and_read(&c, test_tmpdir(), &f, &hit, &rehashed), 0);
+        ck_assert(!hit);
+        c = imagefs_cache_free(c);
+        _cleanup_free_ char *saved = path_of(test_tmpdir(), &f, ".saved"), *copy = path_of(test_tmpdir(), &f, ".copy");
+        copy_file(record, saved);
+        copy_file(whole, copy);
+        flip(copy, 1);
+        ck_assert_int_eq(rename(copy, whole), 0);
+        ck_assert_int_eq(rename(saved, record), 0);
+        ck_assert_int_eq(reopen_and_read(&c, test_tmpdir(), &f, &hit, &rehashed), -EUCLEAN);
+        ck_assert_uint_gt(rehashed, 0);
+
+        /* Another content's record under this one's name (valid, but for another digest and inode):
+         * verified again; here the bytes are good, so they are served and recorded anew. */
+        ck_assert_int_eq(reopen_and_read(&c, test_tmpdir(), &f, &hit, &rehashed), 0);
+        c = imagefs_cache_free(c);
+        copy_file(g_record, record);
+        ck_assert_int_eq(reopen_and_read(&c, test_tmpdir(), &f, &hit, &rehashed), 0);
+        ck_assert(hit);
+        ck_assert_uint_eq(rehashed, f.size);
+        ck_assert_int_eq(reopen_and_read(&c, test_tmpdir(), &f, &hit, &rehashed), 0);
+        ck_assert_uint_eq(rehashed, 0);
+
+        /* A record whose MAC does not match (one bit of it flipped): verified again. */
+        c = imagefs_cache_free(c);
+        flip(record, 10);
+        ck_assert_int_eq(reopen_and_read(&c, test_tmpdir(), &f, &hit, &rehashed), 0);
+        ck_assert_uint_eq(rehashed, f.size);
+
+        /* Another key (as another directory's): every record is void. */
+        c = imagefs_cache_free(c);
+        ck_assert_int_eq(removexattr(test_tmpdir(), "trusted.tonari-imagefs.verification-key"), 0);
+        ck_assert_int_eq(reopen_and_read(&c, test_tmpdir(), &f, &hit, &rehashed), 0);
+        ck_assert_uint_eq(rehashed, f.size);
+
+        /* A record whose content is gone is removed at start. */
+        c = imagefs_cache_free(c);
+        ck_assert_int_eq(unlink(whole), 0);
+        ck_assert_int_eq(imagefs_cache_new(test_tmpdir(), 0, &c), 0);
+        ck_assert_int_eq(access(record, F_OK), -1);
+        free(f.data);
+        free(g.data);
+}
+END_TEST
+
 TEST_SUITE("imagefs-cache", test_whole, test_chunks, test_wrong_bytes, test_damage_and_restart,
-           test_part_removed_at_start, test_eviction)
+           test_part_removed_at_start, test_eviction, test_verification_records)

@@ -259,9 +259,17 @@ testcase_damaged_cache() {
         big=$WORK/damaged-cache/$(content_hex opt/big.bin)
         medium=$WORK/damaged-cache/$(content_hex opt/medium.bin)
         [[ -f $big && -f $medium ]]
-        # One byte of the third chunk of a large file, one of a single-chunk file.
+        # Verified whole: recorded (root on a file system with trusted.* attributes), so that the next
+        # start trusts them without reading them back, unless their files changed.
+        [[ -f $big.verified && -f $medium.verified ]]
+        # One byte of the third chunk of a large file, one of a single-chunk file, their mtimes put
+        # back (their ctimes cannot be).
+        touch -r "$big" "$WORK/big.mtime"
+        touch -r "$medium" "$WORK/medium.mtime"
         flip_byte "$big" $((2 * 1024 * 1024 + 5))
         flip_byte "$medium" 1000
+        touch -r "$WORK/big.mtime" "$big"
+        touch -r "$WORK/medium.mtime" "$medium"
 
         # A new daemon on the same cache verifies before it serves: EIO, and the log names them.
         start_imagefs damaged --cache-dir="$WORK/damaged-cache"
