@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,8 +381,86 @@ static int load_toc(ImagefsManager *m, ImagefsRelay *relay, const ImagefsMountRe
         return 0;
 }
 
-/* Loads the layer's ToC (ToC mode), verifies it, mounts: on failure *ret_message says why. */
-static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMount **ret, char **ret_message) {
+/* A layer's ToC loaded ahead of its mount, at the same time as its image's other layers'. */
+typedef struct PreloadedToc {
+        bool wanted;                 /* to load (else the layer is mounted already, or has no ToC) */
+        ImagefsMountRequest request; /* relay, layer and toc_digest: what load_toc() reads */
+        ImagefsManager *manager;
+        ImagefsRelay *relay;
+        int r;
+        Toc *toc;
+        uint64_t bytes;
+        usec_t usec;
+        char *message;
+} PreloadedToc;
+
+/* ToCs loaded at once at most: a thread each. */
+#define PRELOAD_THREADS_MAX 16
+
+static void *preload_run(void *userdata) {
+        PreloadedToc *p = userdata;
+        usec_t start = now(CLOCK_MONOTONIC);
+
+        p->r = load_toc(p->manager, p->relay, &p->request, &p->toc, &p->bytes, &p->message);
+        p->usec = now(CLOCK_MONOTONIC) - start;
+        return NULL;
+}
+
+/*
+ * Loads the wanted ToCs of p[0..n) at the same time, a thread each, as concurrent streams on the
+ * relay's one channel (one connection): an image's ToCs cost one round trip together, not one per
+ * layer, and the hashing and parsing of each runs beside the others'. Each result (or error and
+ * message) stays in p[i] for add_mount().
+ */
+static void preload_tocs(ImagefsManager *m, ImagefsRelay *relay, PreloadedToc *p, size_t n) {
+        usec_t start = now(CLOCK_MONOTONIC);
+        uint64_t bytes = 0;
+        size_t loaded = 0;
+
+        for (size_t base = 0; base < n; base += PRELOAD_THREADS_MAX) {
+                pthread_t threads[PRELOAD_THREADS_MAX];
+                bool started[PRELOAD_THREADS_MAX] = {};
+                size_t end = MIN(n, base + PRELOAD_THREADS_MAX);
+
+                for (size_t i = base; i < end; i++) {
+                        if (!p[i].wanted)
+                                continue;
+                        p[i].manager = m;
+                        p[i].relay = relay;
+                        /* No thread to be had: loaded here, one after the other. */
+                        if (pthread_create(&threads[i - base], NULL, preload_run, &p[i]) == 0)
+                                started[i - base] = true;
+                        else
+                                (void) preload_run(&p[i]);
+                }
+                for (size_t i = base; i < end; i++)
+                        if (started[i - base])
+                                (void) pthread_join(threads[i - base], NULL);
+        }
+        for (size_t i = 0; i < n; i++)
+                if (p[i].wanted && p[i].r >= 0) {
+                        loaded++;
+                        bytes += p[i].bytes;
+                }
+        if (loaded > 1)
+                log_info("Loaded the ToCs of %zu layers (%" PRIu64 " bytes) at once in %" PRIu64 " us.", loaded, bytes,
+                         now(CLOCK_MONOTONIC) - start);
+}
+
+static void preloaded_done(PreloadedToc *p, size_t n) {
+        for (size_t i = 0; p && i < n; i++) {
+                toc_free(p[i].toc);
+                free(p[i].message);
+        }
+        free(p);
+}
+
+/* Loads the layer's ToC (ToC mode) unless pre brings it (taken over, or its error returned), verifies it,
+ * mounts: on failure *ret_message says why. A prefetch is started at once, or, with ret_prefetch, left
+ * to the caller to start (after the image's other layers are mounted: its stream would compete with
+ * their ToCs). */
+static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, PreloadedToc *pre, ImagefsMount **ret,
+                     ImagefsPrefetch **ret_prefetch, char **ret_message) {
         ImagefsMountConfig config = {
                 .layer = q->layer,
                 .mountpoint = q->mountpoint,
@@ -402,7 +481,16 @@ static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMou
         r = get_relay(m, q->relay, &relay);
         if (r < 0)
                 return set_error_message(ret_message, r, "Failed to set up relay '%s': %s", q->relay, strerror(-r));
-        if (q->use_toc) {
+        if (q->use_toc && pre && pre->wanted) {
+                if (pre->r < 0) {
+                        if (ret_message)
+                                *ret_message = TAKE_PTR(pre->message);
+                        return pre->r;
+                }
+                toc = TAKE_PTR(pre->toc);
+                toc_bytes = pre->bytes;
+                load_usec = pre->usec;
+        } else if (q->use_toc) {
                 start = now(CLOCK_MONOTONIC);
                 r = load_toc(m, relay, q, &toc, &toc_bytes, ret_message);
                 if (r < 0)
@@ -454,7 +542,9 @@ static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMou
                                          q->mountpoint, m->forwarder ? " through the forwarder '" : "",
                                          strempty(m->forwarder), m->forwarder ? "'" : "", strerror(-r));
         }
-        if (prefetch) {
+        if (ret_prefetch)
+                *ret_prefetch = prefetch;
+        else if (prefetch) {
                 r = imagefs_prefetch_start(prefetch);
                 if (r < 0)
                         log_warning_errno(r, "Failed to start the prefetch of layer %s, ignoring: %m", q->layer);
@@ -469,7 +559,58 @@ static int add_mount(ImagefsManager *m, const ImagefsMountRequest *q, ImagefsMou
         return 0;
 }
 
+static int add_one_mount(ImagefsManager *m, const ImagefsMountRequest *q, PreloadedToc *pre,
+                         ImagefsPrefetch **ret_prefetch);
+
+int imagefs_manager_add_mounts(ImagefsManager *m, const ImagefsMountRequest *q, size_t n) {
+        _cleanup_free_ ImagefsPrefetch **prefetches = NULL;
+        PreloadedToc *pre = NULL;
+        ImagefsRelay *relay;
+        size_t i;
+        int r = 0;
+
+        prefetches = new0(ImagefsPrefetch *, n);
+        pre = new0(PreloadedToc, n);
+        if (!prefetches || !pre) {
+                free(pre);
+                return log_oom();
+        }
+        /* The ToCs of the layers of one relay at once (command lines name one relay). */
+        for (i = 0; i < n; i++)
+                if (q[i].use_toc && streq(q[i].relay, q[0].relay))
+                        pre[i] = (PreloadedToc) {
+                                .wanted = true,
+                                .request = { .relay = q[i].relay, .layer = q[i].layer, .toc_digest = q[i].toc_digest },
+                        };
+        r = get_relay(m, q[0].relay, &relay);
+        if (r < 0) {
+                preloaded_done(pre, n);
+                return log_error_errno(r, "Failed to set up relay '%s': %m", q[0].relay);
+        }
+        preload_tocs(m, relay, pre, n);
+        for (i = 0; i < n; i++) {
+                r = add_one_mount(m, &q[i], &pre[i], &prefetches[i]);
+                if (r < 0)
+                        break;
+        }
+        preloaded_done(pre, n);
+        /* Every layer mounted (or one failed): now the prefetch streams, which would have competed with
+         * the ToCs of the layers above. */
+        for (size_t j = 0; r >= 0 && j < n; j++)
+                if (prefetches[j]) {
+                        int k = imagefs_prefetch_start(prefetches[j]);
+
+                        if (k < 0)
+                                log_warning_errno(k, "Failed to start the prefetch of layer %s, ignoring: %m", q[j].layer);
+                }
+        return r;
+}
+
 int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *q) {
+        return add_one_mount(m, q, NULL, NULL);
+}
+
+static int add_one_mount(ImagefsManager *m, const ImagefsMountRequest *q, PreloadedToc *pre, ImagefsPrefetch **ret_prefetch) {
         _cleanup_free_ char *message = NULL;
         _cleanup_free_ const Toc **lowers = NULL;
         ImagefsMountRequest s = *q;
@@ -484,7 +625,7 @@ int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *q) {
                 s.lowers = lowers;
                 s.n_lowers = m->n_mounts;
         }
-        r = add_mount(m, &s, NULL, &message);
+        r = add_mount(m, &s, pre, NULL, ret_prefetch, &message);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
@@ -580,35 +721,49 @@ static bool is_mount_root(const char *path) {
  * that have the same layers below it: the mount is named by the chain's digest (OCI's ChainID, the
  * layer's diff_id for a bottom layer), since its implied directories take their attributes from the
  * layers below. Mounted now if it is not yet. */
+/* The directory a layer is mounted on below MountDirectory=, named by its chain. 16 hex digits: short
+ * enough for overlayfs's option page to hold ~90 layers' paths; a prefix two layers share is refused
+ * (the mount point is in use). */
+static int layer_dir(ImagefsManager *m, const Digest *id, bool use_toc, char **ret) {
+        char hex[DIGEST_HEX_LEN + 1];
+
+        digest_to_hex(id, hex);
+        return asprintf(ret, "%s/layers/%.16s%s", m->mount_directory, hex, use_toc ? "" : "-notoc") < 0 ? -ENOMEM : 0;
+}
+
+static ImagefsMount *find_layer_mount(ImagefsManager *m, const char *dir) {
+        for (size_t i = 0; i < m->n_mounts; i++)
+                if (streq(imagefs_mount_path(m->mounts[i]), dir) && imagefs_mount_running(m->mounts[i]))
+                        return m->mounts[i];
+        return NULL;
+}
+
 static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, ImagefsMount *const *lower, size_t n_lower,
-                     const Digest *chain, bool use_toc, bool adopt, ImagefsMount **ret, ImagefsError *e) {
+                     const Digest *chain, bool use_toc, bool adopt, PreloadedToc *pre, ImagefsMount **ret,
+                     ImagefsError *e) {
         _cleanup_free_ char *dir = NULL, *message = NULL;
         _cleanup_free_ const Toc **lowers = NULL;
-        char layer[DIGEST_STRING_MAX], hex[DIGEST_HEX_LEN + 1];
+        char layer[DIGEST_STRING_MAX];
         struct stat st;
         int r;
 
         digest_to_string(&l->diff_id, layer);
-        /* 16 hex digits: short enough for overlayfs's option page to hold ~90 layers' paths; a prefix two
-         * layers share is refused below (the mount point is in use). */
-        digest_to_hex(chain, hex);
-        if (asprintf(&dir, "%s/layers/%.16s%s", m->mount_directory, hex, use_toc ? "" : "-notoc") < 0)
-                return -ENOMEM;
+        r = layer_dir(m, chain, use_toc, &dir);
+        if (r < 0)
+                return r;
         if (adopt && n_lower > 0 && !is_mount_root(dir)) {
                 /* A predecessor that named layer mounts by diff_id alone: taken over under that name. */
                 _cleanup_free_ char *old = NULL;
 
-                digest_to_hex(&l->diff_id, hex);
-                if (asprintf(&old, "%s/layers/%.16s%s", m->mount_directory, hex, use_toc ? "" : "-notoc") < 0)
-                        return -ENOMEM;
+                r = layer_dir(m, &l->diff_id, use_toc, &old);
+                if (r < 0)
+                        return r;
                 if (is_mount_root(old))
                         free_and_replace(dir, old);
         }
-        for (size_t i = 0; i < m->n_mounts; i++)
-                if (streq(imagefs_mount_path(m->mounts[i]), dir) && imagefs_mount_running(m->mounts[i])) {
-                        *ret = m->mounts[i];
-                        return 0;
-                }
+        *ret = find_layer_mount(m, dir);
+        if (*ret)
+                return 0;
         if (use_toc && n_lower > 0) {
                 lowers = new(const Toc *, n_lower);
                 if (!lowers)
@@ -641,7 +796,7 @@ static int get_layer(ImagefsManager *m, const ImagefsImageLayer *l, ImagefsMount
                 .toc_digest = l->has_toc_digest ? &l->toc_digest : NULL,
                 .lowers = lowers,
                 .n_lowers = lowers ? n_lower : 0,
-        }, ret, &message);
+        }, pre, ret, NULL, &message);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -824,10 +979,62 @@ static const char *state_field(const char *data, size_t size, size_t *offset) {
         return p;
 }
 
+/* The ToCs of an image's layers that are not mounted yet, loaded at once (ToC mode); *ret is for
+ * get_layer(), layer by layer, and preloaded_done(). NULL without the ToC. */
+static int preload_image(ImagefsManager *m, const ImagefsImageLayer *layers, size_t n_layers, bool use_toc,
+                         PreloadedToc **ret) {
+        _cleanup_free_ char *names = NULL;
+        PreloadedToc *pre;
+        ImagefsRelay *relay;
+        Digest chain;
+        int r;
+
+        *ret = NULL;
+        if (!use_toc || n_layers == 0)
+                return 0;
+        r = get_relay(m, m->relay_address, &relay);
+        if (r < 0)
+                return r;
+        pre = new0(PreloadedToc, n_layers);
+        names = new(char, n_layers * DIGEST_STRING_MAX);
+        if (!pre || !names) {
+                free(pre);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_layers; i++) {
+                _cleanup_free_ char *dir = NULL;
+
+                r = layer_chain(&chain, &layers[i].diff_id, i == 0);
+                if (r >= 0)
+                        r = layer_dir(m, &chain, use_toc, &dir);
+                if (r < 0) {
+                        preloaded_done(pre, n_layers);
+                        return r;
+                }
+                if (find_layer_mount(m, dir))
+                        continue;
+                pre[i] = (PreloadedToc) {
+                        .wanted = true,
+                        .request = {
+                                .relay = m->relay_address,
+                                .layer = digest_to_string(&layers[i].diff_id, names + i * DIGEST_STRING_MAX),
+                                .toc_digest = layers[i].has_toc_digest ? &layers[i].toc_digest : NULL,
+                        },
+                };
+        }
+        preload_tocs(m, relay, pre, n_layers);
+        /* The layer names' memory is ours; what add_mount() reads of a request is copied by then. */
+        for (size_t i = 0; i < n_layers; i++)
+                pre[i].request.layer = NULL;
+        *ret = pre;
+        return 0;
+}
+
 /* One image of the state file: its layers attached again, its overlay (still mounted) kept. */
 static int adopt_image(ImagefsManager *m, const char *target, const char *image, const char *upperdir,
                        const char *workdir, bool use_toc, ImagefsImageLayer *layers, size_t n_layers) {
         _cleanup_(imagefs_error_done) ImagefsError e = {};
+        PreloadedToc *pre = NULL;
         ImageMount *n;
         Digest chain;
         int r;
@@ -840,11 +1047,19 @@ static int adopt_image(ImagefsManager *m, const char *target, const char *image,
         r = image_append(m, target, image, upperdir, workdir, use_toc, layers, n_layers, &n);
         if (r < 0)
                 return r;
+        /* The ToCs of all its layers at once: the stall readers see is one load, not one per layer. */
+        r = preload_image(m, layers, n_layers, use_toc, &pre);
+        if (r < 0) {
+                remove_image(m, n);
+                return r;
+        }
         for (size_t i = 0; i < n_layers; i++) {
                 r = layer_chain(&chain, &layers[i].diff_id, i == 0);
                 if (r >= 0)
-                        r = get_layer(m, &layers[i], n->layers, i, &chain, use_toc, true, &n->layers[i], &e);
+                        r = get_layer(m, &layers[i], n->layers, i, &chain, use_toc, true, pre ? &pre[i] : NULL,
+                                      &n->layers[i], &e);
                 if (r < 0) {
+                        preloaded_done(pre, n_layers);
                         /* Not served, the overlay on it would fail every reader: detached, with the layers. */
                         log_error("Failed to take image '%s' on %s over: %s Unmounting it.", image, target,
                                   strna(e.message));
@@ -854,6 +1069,7 @@ static int adopt_image(ImagefsManager *m, const char *target, const char *image,
                 }
                 n->n_layers++;
         }
+        preloaded_done(pre, n_layers);
         log_struct(LOG_INFO,
                    LOG_MESSAGE("Took image '%s' on %s over (%zu layers%s, %s%s).", image, target, n_layers,
                                use_toc ? "" : " without ToC", upperdir ? "writable in " : "read-only", strempty(upperdir)),
@@ -957,6 +1173,7 @@ int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char
         _cleanup_free_ ImagefsImageLayer *layers = NULL;
         _cleanup_free_ ImagefsMount **mounts = NULL;
         _cleanup_free_ char *err = NULL, *options = NULL, *qimage = NULL, *empty = NULL;
+        PreloadedToc *pre = NULL;
         ImageMount *n;
         Digest chain;
         ImagefsRelay *relay;
@@ -1021,16 +1238,25 @@ int imagefs_manager_mount_image(ImagefsManager *m, const char *image, const char
         r = image_append(m, target, image, upperdir, workdir, use_toc, layers, n_layers, &n);
         if (r < 0)
                 return r;
+        /* The ToCs of the layers not mounted yet, all at once: one round trip for the image. */
+        r = preload_image(m, layers, n_layers, use_toc, &pre);
+        if (r < 0) {
+                remove_image(m, n);
+                return r;
+        }
         for (size_t i = 0; i < n_layers; i++) {
                 r = layer_chain(&chain, &layers[i].diff_id, i == 0);
                 if (r >= 0)
-                        r = get_layer(m, &layers[i], n->layers, i, &chain, use_toc, false, &n->layers[i], e);
+                        r = get_layer(m, &layers[i], n->layers, i, &chain, use_toc, false, pre ? &pre[i] : NULL,
+                                      &n->layers[i], e);
                 if (r < 0) {
+                        preloaded_done(pre, n_layers);
                         remove_image(m, n);
                         return r;
                 }
                 n->n_layers++;
         }
+        preloaded_done(pre, n_layers);
         r = overlay_options(m, n->layers, n->n_layers, upperdir, workdir, &options);
         if (r < 0) {
                 remove_image(m, n);

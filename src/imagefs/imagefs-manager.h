@@ -59,6 +59,10 @@ static inline void imagefs_manager_freep(ImagefsManager **m) {
 
 /* Loads the layer's ToC (ToC mode), verifies it, mounts. Logs its errors. */
 int imagefs_manager_add_mount(ImagefsManager *m, const ImagefsMountRequest *request);
+/* The same for n layers (command-line mode): their ToCs loaded at once (one relay round trip for all),
+ * mounted in order, and their prefetch streams started only when every one is mounted. Stops at the
+ * first failure (the mounts made so far stay). */
+int imagefs_manager_add_mounts(ImagefsManager *m, const ImagefsMountRequest *requests, size_t n);
 /* Until SIGTERM/SIGINT, or until no mount is left (all unmounted from outside); then unmounts all (with
  * a forwarder: ends its sessions, the mounts stay), waiting IMAGEFS_STOP_WAIT_USEC at most. */
 int imagefs_manager_run(ImagefsManager *m);

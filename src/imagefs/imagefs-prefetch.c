@@ -370,6 +370,7 @@ int imagefs_prefetch_start(ImagefsPrefetch *p) {
                 return -r;
         }
         p->started = true;
+        log_info("Layer %s: prefetching %zu files.", p->layer, p->n_items);
         return 0;
 }
 

@@ -69,10 +69,11 @@ static void help(void) {
                "     --toc-digest=DIGEST    The digest the layer's ToC must have (from the image)\n"
                "     --mountpoint=PATH      Where to mount it\n"
                "     --prefetch=PATH        A list of paths in the layer (one a line) to stream into\n"
-               "                            the cache in one call right after the mount\n"
+               "                            the cache in one call once every layer is mounted\n"
                "     --record-opened=PATH   Write the paths of the files opened to PATH at the end\n"
                "                            (the next run's --prefetch= list)\n"
-               "                            (all five may be repeated: one process, many mounts)\n"
+               "                            (all five may be repeated: one process, many mounts;\n"
+               "                            their ToCs are loaded at once)\n"
                "     --no-toc               Ask the relay for every metadata request (the baseline)\n"
                "     --stacked              The --layer= are one image's, bottom first: a directory a\n"
                "                            layer only implies takes the attributes of the layers below\n"
@@ -345,6 +346,7 @@ static int run_service(void) {
 
 static int run(int argc, char *argv[]) {
         _cleanup_(imagefs_manager_freep) ImagefsManager *m = NULL;
+        _cleanup_free_ ImagefsMountRequest *requests = NULL;
         ImagefsManagerConfig config;
         int r;
 
@@ -370,8 +372,11 @@ static int run(int argc, char *argv[]) {
         r = imagefs_manager_new(&config, &m);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < arg_n_layers; i++) {
-                r = imagefs_manager_add_mount(m, &(ImagefsMountRequest) {
+        requests = new0(ImagefsMountRequest, arg_n_layers);
+        if (!requests)
+                return log_oom();
+        for (size_t i = 0; i < arg_n_layers; i++)
+                requests[i] = (ImagefsMountRequest) {
                         .relay = arg_relay,
                         .layer = arg_layers[i],
                         .mountpoint = arg_mountpoints[i],
@@ -380,10 +385,10 @@ static int run(int argc, char *argv[]) {
                         .toc_digest = arg_n_toc_digests > 0 ? &arg_toc_digests[i] : NULL,
                         .prefetch_list = arg_n_prefetch > 0 ? arg_prefetch[i] : NULL,
                         .record_opened = arg_n_record > 0 ? arg_record[i] : NULL,
-                });
-                if (r < 0)
-                        return r;
-        }
+                };
+        r = imagefs_manager_add_mounts(m, requests, arg_n_layers);
+        if (r < 0)
+                return r;
         return run_manager(m);
 }
 

@@ -153,6 +153,8 @@ testcase_mount_image() {
         t=$(target image)
         call MountImage ssa{sv} test "$t" 0
         assert_eq overlay "$(findmnt -rn -o FSTYPE "$t")"
+        # The image's four ToCs were loaded at once (one round trip for all), not one after the other.
+        assert_match "Loaded the ToCs of 4 layers \([0-9]+ bytes\) at once in [0-9]+ us" "$(cat "$WORK/imagefs.log")"
         assert_match "(^|,)ro(,|$)" "$(findmnt -rn -o OPTIONS "$t")"
         assert_eq 4 "$(layer_mounts)" "layer mounts"
         compare "$t"
@@ -218,8 +220,11 @@ testcase_shared_layers() {
         a=$(target shared-a)
         b=$(target shared-b)
         call MountImage ssa{sv} test "$a" 0
+        local loads
+        loads=$(grep -c "Mounted layer" "$WORK/imagefs.log" || true)
         call MountImage ssa{sv} test "$b" 0
-        # One mount per layer, whatever number of images stacks it.
+        # One mount per layer, whatever number of images stacks it; the second image loaded no ToC.
+        assert_eq "$loads" "$(grep -c "Mounted layer" "$WORK/imagefs.log")" "layer mounts (ToC loads) after the second image"
         assert_eq 4 "$(layer_mounts)" "layer mounts of two images"
         assert_eq "$(sha256sum <"$a/bin/busybox")" "$(sha256sum <"$b/bin/busybox")"
         call Unmount s "$a"

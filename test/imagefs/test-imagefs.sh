@@ -185,6 +185,8 @@ drop_pages() {
 testcase_toc_mode() {
         start_imagefs toc
         overlay toc
+        # The five ToCs were loaded at once (one round trip for all), not one after the other.
+        assert_match "Loaded the ToCs of 5 layers \([0-9]+ bytes\) at once in [0-9]+ us" "$(cat "$WORK/toc/imagefs.log")"
         compare toc
         # Every file's content read once, every name looked up, listed and its xattrs read: nothing of
         # that asked the relay but contents.
@@ -431,6 +433,11 @@ testcase_prefetch() {
         echo "not/in/the/layer" >>"$WORK/records/l${#LAYERS[@]}"
         start_imagefs prefetch "${pre[@]}"
         prefetch_done prefetch "$bytes"
+        # The streams started only once every layer was mounted (they would compete with the ToCs).
+        local first_stream last_mount
+        first_stream=$(grep -n "prefetching [0-9]* files" "$WORK/prefetch/imagefs.log" | head -1 | cut -d: -f1)
+        last_mount=$(grep -n "Mounted layer" "$WORK/prefetch/imagefs.log" | tail -1 | cut -d: -f1)
+        assert_ge "$first_stream" "$((last_mount + 1))" "log line of the first prefetch stream (the last mount's: $last_mount)"
         assert_eq "$bytes" "$(stat_sum prefetch prefetch_bytes)" "bytes prefetched"
         assert_eq 0 "$(stat_sum prefetch content_round_trips)" "Read calls before any read"
         overlay prefetch
