@@ -135,8 +135,8 @@ static void name_of(const ImagefsCacheEntry *e, bool part, char buf[static DIGES
                 strcat(buf, ".part");
 }
 
-static void record_name_of(const ImagefsCacheEntry *e, char buf[static DIGEST_HEX_LEN + STRLEN(RECORD_SUFFIX) + 1]) {
-        digest_to_hex(&e->digest, buf);
+static void record_name_of(const Digest *d, char buf[static DIGEST_HEX_LEN + STRLEN(RECORD_SUFFIX) + 1]) {
+        digest_to_hex(d, buf);
         strcat(buf, RECORD_SUFFIX);
 }
 
@@ -174,7 +174,7 @@ static bool record_matches(ImagefsCache *c, const ImagefsCacheEntry *e, const st
 
         if (!c->records || record_make(c, e, st, &want) < 0)
                 return false;
-        record_name_of(e, name);
+        record_name_of(&e->digest, name);
         fd = openat(c->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0)
                 return false;
@@ -198,7 +198,7 @@ static int record_write(ImagefsCache *c, const ImagefsCacheEntry *e, const struc
         r = record_make(c, e, st, &rec);
         if (r < 0)
                 return r;
-        record_name_of(e, name);
+        record_name_of(&e->digest, name);
         fd = openat(c->dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
@@ -213,7 +213,7 @@ static int record_write(ImagefsCache *c, const ImagefsCacheEntry *e, const struc
 static void record_remove(ImagefsCache *c, const ImagefsCacheEntry *e) {
         char name[DIGEST_HEX_LEN + STRLEN(RECORD_SUFFIX) + 1];
 
-        record_name_of(e, name);
+        record_name_of(&e->digest, name);
         (void) unlinkat(c->dir_fd, name, 0);
 }
 
@@ -293,8 +293,7 @@ static int scan(ImagefsCache *c) {
                         continue;
                 }
                 /* A content trusted by its record marks its use on the record (its own times are in it). */
-                memcpy(record, de->d_name, DIGEST_HEX_LEN);
-                strcpy(record + DIGEST_HEX_LEN, RECORD_SUFFIX);
+                record_name_of(&digest, record);
                 if (fstatat(c->dir_fd, record, &rst, AT_SYMLINK_NOFOLLOW) >= 0 &&
                     (rst.st_mtim.tv_sec > st.st_mtim.tv_sec ||
                      (rst.st_mtim.tv_sec == st.st_mtim.tv_sec && rst.st_mtim.tv_nsec > st.st_mtim.tv_nsec)))
@@ -465,7 +464,7 @@ static int entry_setup(ImagefsCache *c, ImagefsCacheEntry *e, const ImagefsConte
 
                                 memset(e->verified, 1, n);
                                 e->recorded = true;
-                                record_name_of(e, record);
+                                record_name_of(&e->digest, record);
                                 (void) utimensat(c->dir_fd, record, NULL, AT_SYMLINK_NOFOLLOW);
                                 return 0;
                         }
