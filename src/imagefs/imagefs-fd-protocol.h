@@ -15,6 +15,10 @@
  * After "ATTACH" the connection carries the FUSE protocol itself, one message per request (as read
  * from /dev/fuse) and one per reply or notification (as written to it): the worker runs libfuse's
  * low-level session on it through fuse_session_custom_io().
+ *
+ * A package upgrade restarts the worker but leaves the forwarder running (debian/rules): a new worker
+ * must keep talking to the forwarder of an older version, so this protocol may only grow compatibly
+ * (a new command is refused with "ERR" EINVAL by an older forwarder, and the worker must cope).
  */
 
 /* In the forwarder unit's own RuntimeDirectory= (tonari-imagefs-fd.service). */
