@@ -13,7 +13,8 @@
 #   - kernel nfsd, NFSv4.2 only, exporting the unpacked images (the paper's baseline), mounted by
 #     the worker once per run of this script (like a node's permanent mount);
 #   - tonari-relay, which pulls the images from the OCI layout on the data disk, for
-#     tonari-imagefs (one process per layer on the worker, in its command-line mode).
+#     tonari-imagefs on the worker: the packaged D-Bus service (service_* modes, as a user runs
+#     it) or the build tree's binary in its command-line mode (imagefs_* modes).
 # The unpacked images are the test bed's data disk (test/images/make-workload-disk, unpacked by
 # umoci on the host: in the TCG guest that takes minutes). The same trees are the worker's local
 # copy and what nfsd exports: local and NFS runs read the same blocks from the same disk, NFS
@@ -31,6 +32,10 @@
 #   imagefs_notoc     tonari-imagefs in no-ToC mode, caches dropped
 #   imagefs_toc_prefetch  cold as imagefs_toc_cold, with the files an earlier cold run recorded
 #                     streamed into the cache in the background after the mount (--prefetch=)
+#   service_toc_cold, service_toc_warm, service_notoc: the same through tonari-imagefs.service
+#                     (see "tonari-imagefs as a user runs it" below); the default modes are local,
+#                     nfs, the three service modes and imagefs_toc_prefetch (the service has no
+#                     prefetch list yet)
 # Every mode drops the page, dentry and inode caches before each run (sync; echo 3 >
 # /proc/sys/vm/drop_caches): the worker's and the storage node's, which share this kernel.
 # At RTT 0 it also measures sequential reads of the largest files of --seqread's workload (default:
@@ -54,10 +59,11 @@
 # bench/imagefs-rtt-report.py turns them into the table of medians, spreads and ratios to nfs.
 #
 # usage: imagefs-rtt-guest.sh [--rtts=0,10,50] [--workloads=base,python3,nginx,mariadb]
-#                             [--modes=local,nfs,imagefs_toc_cold,imagefs_toc_warm,imagefs_notoc,
+#                             [--modes=local,nfs,service_toc_cold,service_toc_warm,service_notoc,
+#                                      imagefs_toc_cold,imagefs_toc_warm,imagefs_notoc,
 #                                      imagefs_toc_prefetch] [--seqread=WORKLOAD|none]
 #                             [--imagefs-processes=image|layer] [--notoc-workloads=base]
-#                             [--reps=3]
+#                             [--skip=MODE:WORKLOAD,...] [--reps=3]
 # Needs what test/vm/run-with-packages --images=... --with=... gives: the images' data disk,
 # containers-lib.sh and container-run.py in the artifacts, and for the imagefs modes tonari's
 # packages (tonari, tonari-relay) and the tonari-imagefs binary.
@@ -72,7 +78,9 @@ rtts=0,10,50 workloads=base,python3,nginx,mariadb reps=3 seqread_workload='' ima
 # one run of mariadb several minutes. Only these workloads run it, so that a full bench stays
 # within about 25 minutes in the TCG test bed.
 notoc_workloads=base
-modes=local,nfs,imagefs_toc_cold,imagefs_toc_warm,imagefs_notoc,imagefs_toc_prefetch
+# --skip=MODE:WORKLOAD,...: pairs not run (to size the run: mariadb's runs are the longest).
+skip=''
+modes=local,nfs,service_toc_cold,service_toc_warm,service_notoc,imagefs_toc_prefetch
 for a in "$@"; do
         case "$a" in
         --rtts=*) rtts=${a#*=} ;;
@@ -82,6 +90,7 @@ for a in "$@"; do
         --seqread=*) seqread_workload=${a#*=} ;;
         --imagefs-processes=layer | --imagefs-processes=image) imagefs_processes=${a#*=} ;;
         --notoc-workloads=*) notoc_workloads=${a#*=} ;;
+        --skip=*) skip=${a#*=} ;;
         *) echo "unknown argument: $a" >&2; exit 2 ;;
         esac
 done
@@ -111,6 +120,7 @@ cleanup() {
         for d in "$WORK"/run/*; do
                 [[ -d $d ]] || continue
                 ctr_delete "$(basename "$d")"
+                [[ -z $svc_ready ]] || tonarictl image unmount "$d/bundle/rootfs" 2>/dev/null || true
                 umount "$d/bundle/rootfs" 2>/dev/null || true
                 [[ ! -f $d/imagefs.pids ]] || xargs -r kill <"$d/imagefs.pids" 2>/dev/null || true
         done
@@ -118,6 +128,7 @@ cleanup() {
         for d in "$WORK"/run/*/l*; do
                 umount "$d" 2>/dev/null || umount -l "$d" 2>/dev/null || true
         done
+        [[ -z $svc_ready ]] || systemctl stop tonari-imagefs.service tonari-imagefs-fd.service 2>/dev/null || true
         imagefs_teardown || true
         umount "$NFS_MNT" 2>/dev/null || true
         if [[ -e /run/netns/$NS ]]; then
@@ -468,6 +479,110 @@ mode_imagefs_toc_prefetch() {
         esac
 }
 
+# ---- tonari-imagefs as a user runs it: the packaged D-Bus service ----
+# The service modes mount through the running tonari-imagefs.service (the tonari-imagefs package,
+# Forwarder=auto: its layers' FUSE connections held by tonari-imagefs-fd.service), configured with a
+# drop-in naming the relay on the storage node, and driven as a user would: `tonarictl image mount
+# --upper= --work=` (MountOverlay; no ToC: busctl with the Mode option, which tonarictl does not
+# offer) and `tonarictl image unmount`. The counters come from `tonarictl --json=short image mounts`
+# before the unmount; the ToC load of the image (its layers' ToCs at once) from the service's log.
+# No process starts per run, and the relay connection is the service's (kept across mounts).
+#   service_toc_cold  the service restarted with an empty content cache before the run (untimed),
+#                     its relay connection opened by an untimed call (a mount of an image the relay
+#                     does not have): a running daemon that has not seen this image's contents
+#   service_toc_warm  the same service with the contents of the last run of this workload cached
+#                     and verified (page cache dropped, as for local)
+#   service_notoc     as cold, mounted with Mode=no-toc (every metadata request a round trip)
+SVC_CACHE=/var/cache/tonari-imagefs
+svc_ready='' svc_cache_holds=''
+
+service_setup() {
+        [[ -z $svc_ready ]] || { [[ $svc_ready == yes ]]; return; }
+        svc_ready=no
+        imagefs_setup || return 1
+        compgen -G "$A/tonari-imagefs_*.deb" >/dev/null || { echo "no tonari-imagefs package in the artifacts"; return 1; }
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$A"/tonari-imagefs_*.deb >/dev/null ||
+                { echo "the tonari-imagefs package does not install"; return 1; }
+        mkdir -p /etc/tonari/tonari-imagefs.conf.d
+        printf '[ImageFS]\nRelay=%s\n' "$RELAY_ADDRESS" >/etc/tonari/tonari-imagefs.conf.d/50-bench.conf
+        systemctl restart tonari-imagefs.service || { echo "tonari-imagefs.service does not start"; return 1; }
+        tonarictl image status >/dev/null || { echo "tonari-imagefs.service does not answer"; return 1; }
+        svc_ready=yes
+}
+
+# service_restart_empty: the service stopped, its content cache emptied, started again, and its
+# relay connection opened (untimed).
+service_restart_empty() {
+        systemctl stop tonari-imagefs.service
+        rm -rf --one-file-system "${SVC_CACHE:?}"/*
+        systemctl start tonari-imagefs.service
+        mkdir -p "$WORK/none"
+        tonarictl image mount bench-no-such-image "$WORK/none" >/dev/null 2>&1 || true
+        svc_cache_holds=''
+}
+
+# service_mount toc|no-toc WORKLOAD DIR
+service_mount() {
+        local mode=$1 dir=$3
+        mkdir -p "$dir/upper" "$dir/work" "$dir/bundle/rootfs"
+        # (journalctl takes whole seconds: the last such line since then is this mount's.)
+        date +%s >"$dir/since"
+        echo "$mode" >"$dir/svc-mode"
+        if [[ $mode == toc ]]; then
+                tonarictl image mount --upper="$dir/upper" --work="$dir/work" "$2" "$dir/bundle/rootfs" >/dev/null
+        else
+                busctl call org.tonari.ImageFS1 /org/tonari/ImageFS1 org.tonari.ImageFS1 MountOverlay \
+                        'ssssa{sv}' "$2" "$dir/bundle/rootfs" "$dir/upper" "$dir/work" 1 Mode s no-toc >/dev/null
+        fi
+}
+
+# service_umount WORKLOAD DIR: the counters read, the image unmounted.
+service_umount() {
+        local dir=$2 toc_usec=''
+        # The wall time of the image's ToC load (all layers at once), from the service's log.
+        [[ $(cat "$dir/svc-mode") == no-toc ]] || toc_usec=$(journalctl -q -o cat -u tonari-imagefs.service --since="@$(cat "$dir/since")" |
+                sed -n 's/.*Loaded the ToCs of .* at once in \([0-9]*\) us.*/\1/p' | tail -n 1)
+        tonarictl --json=short image mounts | python3 -c '
+import json, sys
+m = [m for m in json.load(sys.stdin) if m["target"] == sys.argv[1]][0]
+print(" MetadataRoundTrips=%d ContentRoundTrips=%d BytesFetched=%d CacheHits=%d CacheMisses=%d"
+      " ToCLoadUSec=%s ToCLoadSumUSec=%d Errors=%d" % (m["metadataRoundTrips"], m["contentRoundTrips"],
+      m["bytesFetched"], m["cacheHits"], m["cacheMisses"], sys.argv[2] or m["tocLoadUSec"], m["tocLoadUSec"],
+      m["errors"]))' "$dir/bundle/rootfs" "${toc_usec:-}" >"$dir/counters"
+        tonarictl image unmount "$dir/bundle/rootfs"
+        rm -rf --one-file-system "$dir/upper" "$dir/work"
+}
+
+mode_service_toc_cold() {
+        case $1 in
+        check) service_setup ;;
+        before) service_restart_empty; drop_caches ;;
+        mount) service_mount toc "$2" "$3" ;;
+        umount) service_umount "$2" "$3"; svc_cache_holds=$2 ;;
+        esac
+}
+
+mode_service_toc_warm() {
+        case $1 in
+        check) service_setup ;;
+        before)
+                [[ $svc_cache_holds == "$2" ]] || one_run "$2" service_toc_cold 0 >/dev/null
+                drop_caches
+                ;;
+        mount) service_mount toc "$2" "$3" ;;
+        umount) service_umount "$2" "$3" ;;
+        esac
+}
+
+mode_service_notoc() {
+        case $1 in
+        check) service_setup ;;
+        before) service_restart_empty; drop_caches ;;
+        mount) service_mount no-toc "$2" "$3" ;;
+        umount) service_umount "$2" "$3"; svc_cache_holds=$2 ;;
+        esac
+}
+
 # ---- the link's bandwidth and sequential reads ----
 
 # measure_bandwidth: MB/s of one TCP stream of 256 MiB from the storage node to the worker (no
@@ -550,7 +665,14 @@ one_run() {
         cp "$WORK/config/$w.json" "$dir/bundle/config.json"
         "mode_$mode" before "$w" "$dir"
         t0=$(now)
-        "mode_$mode" mount "$w" "$dir"
+        if ! "mode_$mode" mount "$w" "$dir" 2>"$dir/error"; then
+                echo "FAILED rtt=$rtt workload=$w mode=$mode rep=$rep: the mount failed:" \
+                        "$(tr '\n' ' ' <"$dir/error" | head -c 300)"
+                "mode_$mode" umount "$w" "$dir" 2>/dev/null || true
+                umount "$dir/bundle/rootfs" 2>/dev/null || true
+                rm -rf --one-file-system "$dir"
+                return 0
+        fi
         t1=$(now)
         # A failed run is reported (FAILED, and bench/imagefs-rtt fails at the end) and the series goes on.
         if ! line=$(ctr_run "$id" "$dir/bundle" "$w" "$dir/output" 2>"$dir/error") ||
@@ -564,7 +686,7 @@ one_run() {
         fi
         ctr_delete "$id"
         "mode_$mode" umount "$w" "$dir"
-        [[ $mode != imagefs_* ]] || counters=$(cat "$dir/counters")
+        [[ $mode != imagefs_* && $mode != service_* ]] || counters=$(cat "$dir/counters")
         rm -rf --one-file-system "$dir"
         # $line is "create=S run=S" (crun create; crun start until exit or ready).
         out=$(awk -v t0="$t0" -v t1="$t1" -v line="$line" 'BEGIN {
@@ -606,17 +728,19 @@ for m in "${modes[@]}"; do
 done
 ((${#active[@]} > 0)) || die "no mode can run"
 
-for rtt in "${rtts[@]}"; do
-        set_rtt "$rtt"
-        echo "RTT rtt=$rtt measured=$(measure_rtt)"
-        for ((rep = 1; rep <= reps; rep++)); do
+# Repetitions outermost: a run stopped early still has every RTT, with fewer repetitions.
+for ((rep = 1; rep <= reps; rep++)); do
+        for rtt in "${rtts[@]}"; do
+                set_rtt "$rtt"
+                echo "RTT rtt=$rtt measured=$(measure_rtt)"
                 for w in "${workloads[@]}"; do
                         # The order of the modes rotates with the repetition, so that none always
                         # comes first (or after the same other) in a workload's series.
                         n=${#active[@]}
                         for ((i = 0; i < n; i++)); do
                                 m=${active[(i + rep - 1) % n]}
-                                [[ $m != imagefs_notoc || ,$notoc_workloads, == *,$w,* ]] || continue
+                                [[ $m != *_notoc || ,$notoc_workloads, == *,$w,* ]] || continue
+                                [[ ,$skip, != *,$m:$w,* ]] || continue
                                 one_run "$w" "$m" "$rep"
                         done
                 done
