@@ -26,6 +26,36 @@ const char *tonari_property_to_string(TonariProperty p) {
         return p >= 0 && p < _TONARI_PROP_MAX ? property_names[p] : NULL;
 }
 
+bool tonari_property_limits_cgroup(TonariProperty p) {
+        return p != TONARI_PROP_MAX_REQUESTS;
+}
+
+static const char *const domain_stay_names[_DOMAIN_STAY_MAX] = {
+        [DOMAIN_STAY_NEVER] = "never",
+        [DOMAIN_STAY_UNLIMITED] = "unlimited",
+};
+
+const char *domain_stay_to_string(DomainStay s) {
+        return s >= 0 && s < _DOMAIN_STAY_MAX ? domain_stay_names[s] : NULL;
+}
+
+int domain_stay_from_string(const char *s) {
+        for (DomainStay i = 0; s && i < _DOMAIN_STAY_MAX; i++)
+                if (streq(s, domain_stay_names[i]))
+                        return i;
+        return -EINVAL;
+}
+
+bool domain_may_stay(DomainStay policy, bool limited) {
+        return policy == DOMAIN_STAY_UNLIMITED && !limited;
+}
+
+bool seat_needs_move(int seat, int want, bool want_stays) {
+        if (seat != want)
+                return true;
+        return want != SEAT_HOME && !want_stays;
+}
+
 static int check_value(TonariProperty p, const char *value, uint64_t *ret_number) {
         uint64_t n;
         const char *space;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,9 @@ typedef enum TonariProperty {
 } TonariProperty;
 
 const char *tonari_property_to_string(TonariProperty p);
+/* Whether the property is a limit of the domain's cgroup: every one but MaxRequests=, which the
+ * module counts itself. */
+bool tonari_property_limits_cgroup(TonariProperty p);
 
 /*
  * Parses one "NAME=VALUE" of a TonariDomain directive. On success *ret_property is the property,
@@ -57,3 +61,37 @@ DomainMap *domain_map_free(DomainMap *m);
 /* The domain index for host (case-insensitive), or -1. host may be NULL. */
 int domain_map_lookup(const DomainMap *m, const char *host);
 size_t domain_map_size(const DomainMap *m);
+
+/*
+ * Where a worker (a prefork child process, or a threaded MPM's worker thread) sits between
+ * requests: TonariDomainStay (mod_tonari(8)).
+ */
+typedef enum DomainStay {
+        DOMAIN_STAY_NEVER,     /* leave every domain at the end of every request: two moves a request */
+        DOMAIN_STAY_UNLIMITED, /* stay in a domain without limits after the request (the default) */
+        _DOMAIN_STAY_MAX,
+} DomainStay;
+
+const char *domain_stay_to_string(DomainStay s);
+/* "never" or "unlimited"; -EINVAL for anything else. */
+int domain_stay_from_string(const char *s);
+
+/* Whether a worker may stay in a domain after a request in it: only with DOMAIN_STAY_UNLIMITED,
+ * and only if the domain has no limit on its cgroup (limited: tonari_property_limits_cgroup() of
+ * one of its properties). A worker never carries a limit into the next request, whoever's. The
+ * end of a request in a domain that may not be stayed in moves its worker home (from another
+ * thread too, when a threaded MPM ends it there); the end of one that may leaves the worker
+ * where it is (if it ends in another thread, the worker may be serving its next request). */
+bool domain_may_stay(DomainStay policy, bool limited);
+
+/* A worker's seat: the index of the domain it is in, or this: the server's own cgroup (_home). */
+#define SEAT_HOME (-1)
+
+/*
+ * Whether a worker in seat must move (one write) to run a request in want (a domain index, or
+ * SEAT_HOME for none). want_stays: domain_may_stay() of want. No move only when the worker is in
+ * want already and want is a domain to stay in (or want and seat are home): a seat that says a
+ * limited domain is always written again, so a seat that went stale (a leave from another thread
+ * moved the worker home) can never let a request escape its limit.
+ */
+bool seat_needs_move(int seat, int want, bool want_stays);

@@ -9,7 +9,10 @@
  * Files/If section says TonariDomainEnter, enters its domain as soon as that is known (one write to
  * a file the parent opened), and leaves it when its response ends (an output filter sees EOS) or,
  * at the latest, when its pool is cleaned up (aborted connections, errors). CGI programs that
- * mod_cgi forks meanwhile start, and stay, in the domain.
+ * mod_cgi forks meanwhile start, and stay, in the domain. With TonariDomainStay unlimited (the
+ * default), the worker stays in a domain without limits after the request: the next request in
+ * the same domain needs no move, one in another domain one move, one in none one move home (at
+ * fixups, before its handler). A worker leaves a limited domain at the end of every request.
  *
  * Apache's and libtonari's headers only: src/basic's macros would clash with APR's.
  */
@@ -69,6 +72,8 @@ typedef struct DomainConf {
         unsigned line;
         apr_array_header_t *properties; /* DomainProperty */
         uint32_t max_requests;          /* 0: no cap */
+        int limited;                    /* has a limit on its cgroup (tonari_property_limits_cgroup()) */
+        int stays;                      /* post_config: domain_may_stay() */
         TonariDomain *domain;           /* opened by post_config; NULL if not (fail-open) */
 } DomainConf;
 
@@ -80,6 +85,7 @@ typedef struct ServerConf {
         DomainMap *map;
         const char *map_warning;     /* a bad map at a reload, the kept one in use: for post_config */
         FailMode fail_mode;
+        int stay;                    /* DomainStay, or -1: unset (unlimited) */
         const char *cgroup;          /* TonariCgroup; NULL: the parent's own cgroup */
         /* Set by post_config: */
         int enabled;
@@ -110,6 +116,9 @@ typedef struct RequestState {
 static ServerConf *main_conf = NULL;
 /* Logged once per process. */
 static int enter_failure_logged = 0;
+/* Where this worker (prefork: the process; threaded MPMs: the thread) is: a domain's index, or
+ * SEAT_HOME (the server's cgroup, where every worker starts: the parent never enters a domain). */
+static __thread int seat = SEAT_HOME;
 
 static void *create_server_config(apr_pool_t *p, server_rec *s) {
         ServerConf *c = apr_pcalloc(p, sizeof(ServerConf));
@@ -117,6 +126,7 @@ static void *create_server_config(apr_pool_t *p, server_rec *s) {
         c->domains = apr_array_make(p, 16, sizeof(DomainConf));
         c->by_name = apr_hash_make(p);
         c->fail_mode = FAIL_UNSET;
+        c->stay = -1;
         if (!s->is_virtual)
                 main_conf = c;
         return c;
@@ -190,7 +200,8 @@ static const char *cmd_domain(cmd_parms *cmd, void *dummy, int argc, char *const
                 if (p->property == TONARI_PROP_MAX_REQUESTS) {
                         d->max_requests = (uint32_t) number;
                         d->properties->nelts--;
-                }
+                } else if (tonari_property_limits_cgroup(p->property))
+                        d->limited = 1;
         }
         apr_hash_set(main_conf->by_name, d->name, APR_HASH_KEY_STRING,
                      (void *) (intptr_t) main_conf->domains->nelts);
@@ -336,6 +347,20 @@ static const char *cmd_fail_mode(cmd_parms *cmd, void *dummy, const char *mode) 
         return NULL;
 }
 
+static const char *cmd_stay(cmd_parms *cmd, void *dummy, const char *value) {
+        const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+        int v;
+
+        (void) dummy;
+        if (err)
+                return err;
+        v = domain_stay_from_string(value);
+        if (v < 0)
+                return apr_psprintf(cmd->pool, "Invalid TonariDomainStay '%s': expected unlimited or never", value);
+        main_conf->stay = v;
+        return NULL;
+}
+
 static const char *cmd_cgroup(cmd_parms *cmd, void *dummy, const char *path) {
         const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
 
@@ -358,6 +383,8 @@ static const command_rec tonari_cmds[] = {
                       "a file of 'HOST DOMAIN' lines"),
         AP_INIT_TAKE1("TonariFailMode", cmd_fail_mode, NULL, RSRC_CONF,
                       "open (serve without domains) or closed (refuse) when domains cannot work"),
+        AP_INIT_TAKE1("TonariDomainStay", cmd_stay, NULL, RSRC_CONF,
+                      "unlimited (a worker stays in a domain without limits after a request) or never"),
         AP_INIT_TAKE1("TonariCgroup", cmd_cgroup, NULL, RSRC_CONF,
                       "the delegated cgroup v2 directory (default: the server's own cgroup)"),
         { NULL },
@@ -481,6 +508,8 @@ static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *p
                 ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, "%s", c->map_warning);
         if (c->fail_mode == FAIL_UNSET)
                 c->fail_mode = FAIL_OPEN;
+        if (c->stay < 0)
+                c->stay = DOMAIN_STAY_UNLIMITED;
         c->enabled = 0;
         if (c->domains->nelts == 0)
                 return OK;
@@ -505,6 +534,7 @@ static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *p
         for (int i = 0; i < c->domains->nelts; i++) {
                 DomainConf *d = &APR_ARRAY_IDX(c->domains, i, DomainConf);
 
+                d->stays = domain_may_stay(c->stay, d->limited);
                 r = tonari_domain_open(root, d->name, flags | TONARI_DOMAIN_CREATE, &d->domain);
                 if (r < 0)
                         return domains_failed(c, s, r, apr_psprintf(ptemp, "cannot create domain '%s' in '%s'",
@@ -531,9 +561,9 @@ static int tonari_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *p
         }
         c->enabled = 1;
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                     "mod_tonari: %d domains in '%s' (%s), %" APR_SIZE_T_FMT " hosts mapped%s%s", c->domains->nelts, root,
-                     c->threaded ? "threads move" : "processes move", domain_map_size(c->map),
-                     c->map_path ? " from " : "", c->map_path ? c->map_path : "");
+                     "mod_tonari: %d domains in '%s' (%s), %" APR_SIZE_T_FMT " hosts mapped%s%s; TonariDomainStay %s",
+                     c->domains->nelts, root, c->threaded ? "threads move" : "processes move", domain_map_size(c->map),
+                     c->map_path ? " from " : "", c->map_path ? c->map_path : "", domain_stay_to_string(c->stay));
         return OK;
 }
 
@@ -614,10 +644,17 @@ static void request_leave(RequestState *st, request_rec *log_r) {
         cpu_usec += children_usec - st->children_start_usec;
         io_bytes -= st->io_start_bytes;
 
-        if (gettid() == st->tid)
-                r = tonari_domain_leave(d->domain);
-        else
-                r = tonari_domain_leave_pid(d->domain, st->tid);
+        /* A domain to stay in: the worker stays (until a request needs another cgroup); if this
+         * runs in another thread, that worker is left alone too. */
+        r = 0;
+        if (!d->stays) {
+                if (gettid() == st->tid) {
+                        r = tonari_domain_leave(d->domain);
+                        if (r >= 0)
+                                seat = SEAT_HOME;
+                } else
+                        r = tonari_domain_leave_pid(d->domain, st->tid);
+        }
         if (r < 0)
                 ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, st->r, "mod_tonari: cannot leave domain '%s': %s", d->name,
                               strerror(-r));
@@ -636,6 +673,26 @@ static void request_leave(RequestState *st, request_rec *log_r) {
                 }
         }
         st->domain = DOMAIN_UNSET;
+}
+
+/* Moves this worker back to the server's cgroup if it stayed in a domain after an earlier request:
+ * a request in no domain runs there. */
+static void seat_go_home(ServerConf *c, request_rec *r) {
+        DomainConf *d;
+        int k;
+
+        if (seat == SEAT_HOME || seat >= c->domains->nelts)
+                return;
+        d = &APR_ARRAY_IDX(c->domains, seat, DomainConf);
+        if (!d->domain)
+                return;
+        k = tonari_domain_leave(d->domain);
+        if (k < 0) {
+                ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "mod_tonari: cannot leave domain '%s': %s", d->name,
+                              strerror(-k));
+                return;
+        }
+        seat = SEAT_HOME;
 }
 
 static apr_status_t request_cleanup(void *data) {
@@ -683,8 +740,10 @@ static int request_enter(request_rec *r, ServerConf *c, int i) {
         st->cpu_start_nsec = thread_cpu_nsec();
         usage_now(c->threaded, &st->children_start_usec, &st->io_start_bytes);
 
-        r2 = tonari_domain_enter(d->domain);
+        r2 = seat_needs_move(seat, i, d->stays) ? tonari_domain_enter(d->domain) : 0;
         if (r2 < 0) {
+                /* The request runs in the server's cgroup, not in a domain this worker stayed in. */
+                seat_go_home(c, r);
                 if (st->counted)
                         __atomic_sub_fetch(&c->active[i], 1, __ATOMIC_RELAXED);
                 st->counted = 0;
@@ -702,6 +761,7 @@ static int request_enter(request_rec *r, ServerConf *c, int i) {
                 enter_failure_logged = 1;
                 return c->fail_mode == FAIL_CLOSED ? HTTP_SERVICE_UNAVAILABLE : OK;
         }
+        seat = i;
         st->domain = i;
         return OK;
 }
@@ -725,19 +785,23 @@ static int tonari_fixups(request_rec *r) {
         RequestState *st;
         int rv;
 
-        if (!c || !c->enabled || r->main || dc->domain == DOMAIN_UNSET)
+        if (!c || !c->enabled || r->main)
                 return DECLINED;
         /* After an internal redirect, the state lives with the first request. */
         while (r->prev)
                 r = r->prev;
-        if (dc->domain == DOMAIN_NONE) {
-                st = ap_get_module_config(r->request_config, &tonari_module);
-                if (st)
-                        request_leave(st, NULL);
-                return DECLINED;
+        if (dc->domain >= 0) {
+                rv = request_enter(r, c, dc->domain);
+                return rv == OK ? DECLINED : rv;
         }
-        rv = request_enter(r, c, dc->domain);
-        return rv == OK ? DECLINED : rv;
+        st = ap_get_module_config(r->request_config, &tonari_module);
+        if (st && dc->domain == DOMAIN_NONE)
+                request_leave(st, NULL);
+        /* In no domain: the handler (and a CGI program it starts) runs in the server's cgroup,
+         * not in a domain this worker stayed in after an earlier request. */
+        if (!st || st->domain < 0)
+                seat_go_home(c, r);
+        return DECLINED;
 }
 
 /* Leaves the domain once the response's end (EOS) has gone down the chain, in the thread that

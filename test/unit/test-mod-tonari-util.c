@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "mod-tonari-util.h"
 #include "tests.h"
 
@@ -201,4 +202,83 @@ START_TEST(test_map_large) {
 }
 END_TEST
 
-TEST_SUITE("mod-tonari-util", test_properties, test_names, test_map, test_map_errors, test_map_large)
+/* TonariDomainStay: which domains a worker stays in, and when a request needs a move. */
+START_TEST(test_stay) {
+        ck_assert_int_eq(domain_stay_from_string("unlimited"), DOMAIN_STAY_UNLIMITED);
+        ck_assert_int_eq(domain_stay_from_string("never"), DOMAIN_STAY_NEVER);
+        ck_assert_int_eq(domain_stay_from_string("Never"), -EINVAL);
+        ck_assert_int_eq(domain_stay_from_string(""), -EINVAL);
+        ck_assert_int_eq(domain_stay_from_string(NULL), -EINVAL);
+        ck_assert_str_eq(domain_stay_to_string(DOMAIN_STAY_UNLIMITED), "unlimited");
+        ck_assert_ptr_null(domain_stay_to_string(_DOMAIN_STAY_MAX));
+
+        /* Every property but MaxRequests= limits the cgroup. */
+        for (TonariProperty p = 0; p < _TONARI_PROP_MAX; p++)
+                ck_assert_int_eq(tonari_property_limits_cgroup(p), p != TONARI_PROP_MAX_REQUESTS);
+
+        /* Only an unlimited domain, only with "unlimited". */
+        ck_assert(domain_may_stay(DOMAIN_STAY_UNLIMITED, false));
+        ck_assert(!domain_may_stay(DOMAIN_STAY_UNLIMITED, true));
+        ck_assert(!domain_may_stay(DOMAIN_STAY_NEVER, false));
+        ck_assert(!domain_may_stay(DOMAIN_STAY_NEVER, true));
+
+        /* Same unlimited domain again: no move. Another domain, or none: one move. */
+        ck_assert(!seat_needs_move(3, 3, true));
+        ck_assert(seat_needs_move(3, 4, true));
+        ck_assert(seat_needs_move(3, 4, false));
+        ck_assert(seat_needs_move(3, SEAT_HOME, false));
+        ck_assert(seat_needs_move(SEAT_HOME, 3, true));
+        ck_assert(!seat_needs_move(SEAT_HOME, SEAT_HOME, false));
+        /* A seat that says a limited domain (stale: moved home from another thread) is written
+         * again: a request never runs outside its limit. */
+        ck_assert(seat_needs_move(3, 3, false));
+}
+END_TEST
+
+/* A worker's moves over a run of requests, as mod_tonari makes them: seat_needs_move() at the
+ * start, domain_may_stay() at the end. */
+static unsigned count_moves(DomainStay policy, const int *wants, size_t n, const bool *limited, int *ret_seat) {
+        unsigned moves = 0;
+        int seat = SEAT_HOME;
+
+        for (size_t i = 0; i < n; i++) {
+                int w = wants[i];
+                bool stays = w >= 0 && domain_may_stay(policy, limited[w]);
+
+                if (seat_needs_move(seat, w, stays)) {
+                        moves++;
+                        seat = w;
+                }
+                /* The end of the request. */
+                if (w >= 0 && !stays) {
+                        moves++;
+                        seat = SEAT_HOME;
+                }
+                /* Never in a limited domain between requests. */
+                ck_assert(seat == SEAT_HOME || !limited[seat]);
+        }
+        *ret_seat = seat;
+        return moves;
+}
+
+START_TEST(test_stay_moves) {
+        /* Domains 0 and 1 unlimited, 2 limited; SEAT_HOME: a host outside the map. */
+        const bool limited[] = { false, false, true };
+        const int same[] = { 0, 0, 0, 0, 0 };
+        const int mixed[] = { 0, 1, 1, 2, 0, SEAT_HOME, SEAT_HOME, 2, 2 };
+        int seat;
+
+        /* The bench's shape: one host, one domain. */
+        ck_assert_uint_eq(count_moves(DOMAIN_STAY_NEVER, same, ELEMENTSOF(same), limited, &seat), 10);
+        ck_assert_int_eq(seat, SEAT_HOME);
+        ck_assert_uint_eq(count_moves(DOMAIN_STAY_UNLIMITED, same, ELEMENTSOF(same), limited, &seat), 1);
+        ck_assert_int_eq(seat, 0);
+        /* 0: in; 1: 0→1; 1: none; 2: 1→2, out; 0: in; none: out; none: none; 2: in, out; 2: in, out. */
+        ck_assert_uint_eq(count_moves(DOMAIN_STAY_UNLIMITED, mixed, ELEMENTSOF(mixed), limited, &seat), 10);
+        ck_assert_int_eq(seat, SEAT_HOME);
+        ck_assert_uint_eq(count_moves(DOMAIN_STAY_NEVER, mixed, ELEMENTSOF(mixed), limited, &seat), 14);
+}
+END_TEST
+
+TEST_SUITE("mod-tonari-util", test_properties, test_names, test_map, test_map_errors, test_map_large, test_stay,
+           test_stay_moves)
