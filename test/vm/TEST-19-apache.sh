@@ -189,6 +189,28 @@ testcase_crashing_cgi_leaves_nothing() {
         assert_eq 0 "$(cat $CG/limited/pids.current)"
 }
 
+# TonariDomainStay unlimited (the default): a worker stays in a domain without limits ('free')
+# after a request; a request in no domain still runs, its CGI too, in the server's cgroup (one
+# keep-alive connection: one prefork worker serves both). "never": the worker leaves. (A limited
+# domain is left at every request's end either way: testcase_cpu_quota_slows_the_cgi.)
+testcase_worker_stays_in_unlimited_domain() {
+        local out
+        trap 'write_conf; systemctl restart apache2' EXIT
+        out=$(curl -s -o /dev/null -w '%{num_connects} ' -H "Host: site99999.example" http://127.0.0.1/ \
+                --next -s -o /tmp/stay.out -w '%{num_connects}' -H "Host: unmapped.example" "http://127.0.0.1/cgi-bin/spin?ms=1")
+        assert_eq "1 0" "$out" "connections made (the second request on the first's)"
+        assert_match "cgroup=/system.slice/apache2.service/_home$" "$(cat /tmp/stay.out)" "the CGI's cgroup"
+        get site99998.example / >/dev/null
+        assert_eq free "$(last_log 4)"
+        assert_match "^[0-9]" "$(cat $CG/free/cgroup.procs)" "workers that stayed in 'free'"
+        write_conf "TonariDomainStay never"
+        systemctl restart apache2
+        timeout 30 sh -c 'until grep -q "hosts mapped from .*; TonariDomainStay never" /var/log/apache2/error.log; do sleep 0.2; done'
+        get site99998.example / >/dev/null
+        assert_eq free "$(last_log 4)"
+        assert_eq "" "$(cat $CG/free/cgroup.procs)"
+}
+
 testcase_bad_map_at_reload_keeps_the_old() {
         trap 'cp /tmp/good.map /etc/apache2/tonari-test.map; systemctl restart apache2' EXIT
         cp /etc/apache2/tonari-test.map /tmp/good.map
