@@ -18,7 +18,8 @@
 #   --requests=N    ab -n N per overhead run instead of -t S (the paper: -n 100000)
 #   --ms=LIST       CGI CPU times for Fig 5 (1,2,4,6,10,20)
 #   --mpms=LIST     the MPMs of the overhead part (prefork,event)
-#   --parts=LIST    which parts run (overhead,fig5,fig4,move; also itk: mpm-itk as a third Apache
+#   --parts=LIST    which parts run (overhead,fig5,fig4,move; also mixed: overhead runs of four
+#                   hosts in four domains at once; itk: mpm-itk as a third Apache
 #                   beside the other two, needs libapache2-mpm-itk's .deb in $A; profile: perf
 #                   record of the whole guest while ab runs against each Apache, needs perf)
 #   --cgroup-mount=favordynmods  remount cgroup2 with favordynmods first (moves then need no RCU
@@ -152,6 +153,32 @@ ab_cpu() {
 run_len() {
         if ((requests > 0)); then echo "-n $requests"; else echo "-t $seconds -n 1000000"; fi
 }
+# ab_mixed CGROUP PORT: like ab_cpu, but four ab runs at once, each for its own host
+# (site1-4.example, domains d1-d4) with a quarter of the clients and requests: a worker then often
+# serves a request of another domain than its last one. RPS: all complete requests over the wall
+# time of the four runs.
+ab_mixed() {
+        local cg=$1 port=$2 c0 c1 t0 t1 i n=0 k len pids=()
+        len="-t $seconds -n 1000000"
+        ((requests == 0)) || len="-n $((requests / 4))"
+        c0=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
+        t0=$(date +%s.%N)
+        for i in 1 2 3 4; do
+                # shellcheck disable=SC2086
+                ab -q -r $len -c $((conc / 4)) -H "Host: site$i.example" "http://127.0.0.1:$port/hello.html" \
+                        >"/tmp/mixed.$i" 2>&1 &
+                pids+=($!)
+        done
+        for i in "${pids[@]}"; do wait "$i" || { cat /tmp/mixed.* >&2; return 1; }; done
+        t1=$(date +%s.%N)
+        c1=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
+        for i in 1 2 3 4; do
+                grep -q '^Failed requests: *0$' "/tmp/mixed.$i" || { cat "/tmp/mixed.$i" >&2; return 1; }
+                k=$(awk '/^Complete requests:/ { print $3 }' "/tmp/mixed.$i")
+                n=$((n + k))
+        done
+        awk -v n="$n" -v t0="$t0" -v t1="$t1" -v c=$((c1 - c0)) 'BEGIN { printf "%.1f %.1f\n", n / (t1 - t0), n ? c / n : -1 }'
+}
 unit_cg() { echo "/sys/fs/cgroup$(systemctl show -P ControlGroup "$1")"; }
 
 ab_ms() {
@@ -172,7 +199,7 @@ echo "guest: $(nproc) CPUs, kernel $(uname -r), $(apache2 -v | head -1), $(date 
 # of the host hitting both alike. A third run per pair asks mod_tonari's Apache for a host outside
 # the map: the module's cost without the two moves.
 overhead() {
-        local m=$1 pair order first port r on off pids cg_on cg_off on_cpu off_cpu unmapped_cpu
+        local m=$1 pair order first port r on off pids cg_on cg_off on_cpu off_cpu unmapped_cpu mixed
         mpm "$m"
         cg_on=$(unit_cg apache2.service) cg_off=$(unit_cg apache2@base.service)
         for port in 80 8080; do
@@ -191,8 +218,21 @@ overhead() {
                 # shellcheck disable=SC2046
                 r=$(ab_cpu "$cg_on" $(run_len) -c "$conc" -H "Host: unmapped.example" "http://127.0.0.1:80/hello.html")
                 unmapped=${r% *} unmapped_cpu=${r#* }
+                mixed=""
+                if part mixed; then
+                        # Four hosts in four domains at once, same order as above.
+                        for port in $order; do
+                                r=$(ab_mixed "$( ((port == 80)) && echo "$cg_on" || echo "$cg_off")" "$port") ||
+                                        fail "a mixed ab run ($m, port $port) failed"
+                                if ((port == 80)); then
+                                        mixed+=" tonari_mixed_rps=${r% *} tonari_mixed_cpu_us=${r#* }"
+                                else
+                                        mixed+=" base_mixed_rps=${r% *} base_mixed_cpu_us=${r#* }"
+                                fi
+                        done
+                fi
                 echo "OVERHEAD mpm=$m pair=$pair first=$first base_rps=$off tonari_rps=$on tonari_unmapped_rps=$unmapped" \
-                     "base_cpu_us=$off_cpu tonari_cpu_us=$on_cpu tonari_unmapped_cpu_us=$unmapped_cpu"
+                     "base_cpu_us=$off_cpu tonari_cpu_us=$on_cpu tonari_unmapped_cpu_us=$unmapped_cpu$mixed"
                 pids=()
                 for port in 80 8080; do
                         # shellcheck disable=SC2046

@@ -32,6 +32,7 @@ def spread(xs, fmt="%.3f"):
 
 
 over, overlap, unmapped = defaultdict(list), defaultdict(list), defaultdict(list)
+mixed = defaultdict(list)
 fig5, fig4, move = defaultdict(list), defaultdict(list), defaultdict(list)
 cpu, itk, prof_incl, prof_top = defaultdict(list), [], defaultdict(dict), defaultdict(list)
 header = []
@@ -44,6 +45,9 @@ for line in open(log, errors="replace"):
         over[f["mpm"]].append((int(f["pair"]), float(f["base_rps"]), float(f["tonari_rps"])))
         if "tonari_unmapped_rps" in f:
             unmapped[f["mpm"]].append(float(f["tonari_unmapped_rps"]) / float(f["base_rps"]))
+        if "tonari_mixed_rps" in f:
+            mixed[f["mpm"]].append(tuple(float(f[k]) for k in ("base_mixed_rps", "tonari_mixed_rps",
+                                                               "base_mixed_cpu_us", "tonari_mixed_cpu_us")))
         if "base_cpu_us" in f:
             cpu[f["mpm"]].append(tuple(float(f[k]) for k in ("base_cpu_us", "tonari_cpu_us", "tonari_unmapped_cpu_us")))
     elif line.startswith("ITK "):
@@ -101,6 +105,19 @@ if over:
                       % (m, p, b, t, u))
             print("  %-7s: CPU per request base ÷ tonari, median %s; base ÷ tonari unmapped %s"
                   % (m, spread([b / t for b, t, _ in cpu[m]]), spread([b / u for b, _, u in cpu[m]])))
+        if mixed.get(m):
+            # Four hosts in four domains at once (--parts=...,mixed): workers change domains.
+            for p, (b, t, bc, tc) in zip([p for p, _, _ in rows], mixed[m]):
+                print("  %-7s pair %2d, four domains at once: base %7.1f req/s, tonari %7.1f req/s, ratio %.3f;"
+                      " CPU per request base %.1f us, tonari %.1f us" % (m, p, b, t, t / b, bc, tc))
+            print("  %-7s: four domains at once, ratio median %s; CPU per request base ÷ tonari %s"
+                  % (m, spread([t / b for b, t, _, _ in mixed[m]]), spread([bc / tc for _, _, bc, tc in mixed[m]])))
+            dat = os.path.join(tmp, "mixed-%s.dat" % m)
+            with open(dat, "w") as f:
+                for p, (b, t, _, _) in zip([p for p, _, _ in rows], mixed[m]):
+                    f.write("%d %f\n" % (p, t / b))
+            plot.append('"%s" using ($1+%.2f):2 with points pt %d ps 1.3 title "%s, four domains at once: pair ratio (median %.3f)"'
+                        % (dat, 0.15 * i + 0.45, 4 + 8 * i, m, statistics.median([t / b for b, t, _, _ in mixed[m]])))
         print("  %-7s: base req/s median %s; tonari %s; same-side spread max/min %.2f and %.2f"
               % (m, spread(base, "%.1f"), spread(ton, "%.1f"), max(base) / min(base), max(ton) / min(ton)))
         dat = os.path.join(tmp, "over-%s.dat" % m)
