@@ -179,6 +179,16 @@ ab_mixed() {
         done
         awk -v n="$n" -v t0="$t0" -v t1="$t1" -v c=$((c1 - c0)) 'BEGIN { printf "%.1f %.1f\n", n / (t1 - t0), n ? c / n : -1 }'
 }
+# moves_of CMD...: "MOVES REQUESTS" of one run of CMD (ab, or a shell running several): the
+# cgroup moves of the whole guest (the kernel's cgroup:cgroup_attach_task tracepoint fires once per
+# process or thread moved) and the complete requests of the ab outputs it wrote to /tmp/moves.ab*.
+moves_of() {
+        rm -f /tmp/moves.ab*
+        perf stat -a -x, -e cgroup:cgroup_attach_task -o /tmp/moves.csv -- "$@" >/dev/null 2>&1 || return 1
+        ! grep -L '^Failed requests: *0$' /tmp/moves.ab* | grep -q . || return 1
+        echo "$(awk -F, '/cgroup_attach_task/ { print $1 }' /tmp/moves.csv)" \
+             "$(cat /tmp/moves.ab* | awk '/^Complete requests:/ { n += $3 } END { print n + 0 }')"
+}
 unit_cg() { echo "/sys/fs/cgroup$(systemctl show -P ControlGroup "$1")"; }
 
 ab_ms() {
@@ -243,6 +253,22 @@ overhead() {
                 for r in "${pids[@]}"; do wait "$r" || fail "an overlapping ab run failed"; done
                 echo "OVERLAP mpm=$m pair=$pair base_rps=$(cat /tmp/overlap.8080) tonari_rps=$(cat /tmp/overlap.80)"
         done
+        # How many moves the requests made: one more run of each shape (one host, a host outside
+        # the map, four hosts at once), counted by the kernel.
+        if part mixed; then
+                command -v perf >/dev/null || fail "perf is missing in the guest (test/vm/packages: linux-perf)"
+                for shape in one unmapped four; do
+                        case $shape in
+                        one) r=$(moves_of sh -c "ab -q -r -n 1000 -c $conc -H 'Host: site1234.example' \
+                                        http://127.0.0.1:80/hello.html >/tmp/moves.ab 2>&1") ;;
+                        unmapped) r=$(moves_of sh -c "ab -q -r -n 1000 -c $conc -H 'Host: unmapped.example' \
+                                        http://127.0.0.1:80/hello.html >/tmp/moves.ab 2>&1") ;;
+                        four) r=$(moves_of sh -c "for i in 1 2 3 4; do ab -q -r -n 250 -c $((conc / 4)) \
+                                        -H \"Host: site\$i.example\" http://127.0.0.1:80/hello.html >/tmp/moves.ab\$i 2>&1 & done; wait") ;;
+                        esac || { echo "counting the moves ($m, $shape) failed: $(cat /tmp/moves.csv 2>/dev/null)" >&2; r="-1 0"; }
+                        echo "MOVES mpm=$m shape=$shape moves=${r% *} requests=${r#* }"
+                done
+        fi
         # (Not the last line: with many children the parent's dummy connections, which wake an
         # idle child to stop it, are logged too, without a host of the map.)
         tail -n 200 /var/log/apache2/rd.log | grep -q ' 200 [0-9]* d34 ' ||

@@ -32,7 +32,7 @@ def spread(xs, fmt="%.3f"):
 
 
 over, overlap, unmapped = defaultdict(list), defaultdict(list), defaultdict(list)
-mixed = defaultdict(list)
+mixed, moves = defaultdict(list), []
 fig5, fig4, move = defaultdict(list), defaultdict(list), defaultdict(list)
 cpu, itk, prof_incl, prof_top = defaultdict(list), [], defaultdict(dict), defaultdict(list)
 header = []
@@ -50,6 +50,8 @@ for line in open(log, errors="replace"):
                                                                "base_mixed_cpu_us", "tonari_mixed_cpu_us")))
         if "base_cpu_us" in f:
             cpu[f["mpm"]].append(tuple(float(f[k]) for k in ("base_cpu_us", "tonari_cpu_us", "tonari_unmapped_cpu_us")))
+    elif line.startswith("MOVES "):
+        moves.append(fields(line))
     elif line.startswith("ITK "):
         itk.append(fields(line))
     elif line.startswith("PROFILE_INCL "):
@@ -149,6 +151,12 @@ plot 0.995 with lines dt 2 lc rgb "dark-green" title "goal 0.995", \\
      1 with lines lc rgb "gray" notitle, %s
 ''' % (prefix, ", ".join(plot)))
     print("  plot: %s-overhead.png" % prefix)
+
+if moves:
+    print("\n== Moves per request (the kernel's cgroup:cgroup_attach_task events over one ab run, whole guest)")
+    for f in moves:
+        print("  %-7s %-8s: %s moves, %s requests, %.3f moves per request"
+              % (f["mpm"], f["shape"], f["moves"], f["requests"], int(f["moves"]) / max(1, int(f["requests"]))))
 
 if itk:
     print("\n== mpm-itk for context: a third Apache (prefork + mpm_itk, one virtual host with AssignUserID), same page")
