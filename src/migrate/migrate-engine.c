@@ -4,6 +4,7 @@
 #include <numa.h>
 #include <numaif.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -30,6 +31,9 @@ struct MigrateEngine {
                 uint64_t vaddr;
         } *failed;
         size_t n_failed, failed_allocated;
+
+        cpu_set_t worker_allowed; /* the thread's CPUs at its start (tonarid's) */
+        bool have_worker_allowed;
 
         pthread_t thread;
         bool thread_started;
@@ -453,11 +457,42 @@ static void add_scan_cpu(MigrateProgress *p, const void *arg) {
         p->scan_cpu_usec += *(const usec_t *) arg;
 }
 
+static void set_pinned(MigrateProgress *p, const void *arg) {
+        p->worker_pinned = *(const bool *) arg;
+}
+
+/*
+ * Moves the worker to the CPUs the slice's processes may run on (see migrate_worker_cpus()); a
+ * process that is gone meanwhile is left out. Failures leave the thread where it was.
+ */
+static void place_worker(MigrateEngine *e, const pid_t *pids, size_t n_pids) {
+        cpu_set_t slice, want;
+        bool pinned;
+
+        if (!e->have_worker_allowed)
+                return;
+        CPU_ZERO(&slice);
+        for (size_t i = 0; i < n_pids; i++) {
+                cpu_set_t one;
+                if (sched_getaffinity(pids[i], sizeof(one), &one) < 0)
+                        continue;
+                CPU_OR(&slice, &slice, &one);
+        }
+        pinned = migrate_worker_cpus(&e->worker_allowed, &slice, &want);
+        if (pthread_setaffinity_np(pthread_self(), sizeof(want), &want) != 0)
+                return;
+        update(e, set_pinned, &pinned);
+}
+
 static void *engine_thread(void *userdata) {
         MigrateEngine *e = userdata;
         MigrateEngineState final = MIGRATE_ENGINE_DONE;
         int error = 0;
         uint64_t one = 1;
+
+        if (!e->config.worker_any_cpu)
+                e->have_worker_allowed =
+                        pthread_getaffinity_np(pthread_self(), sizeof(e->worker_allowed), &e->worker_allowed) == 0;
 
         for (unsigned pass = 0; pass < MIGRATE_PASSES_MAX && !is_cancelled(e); pass++) {
                 _cleanup_free_ pid_t *pids = NULL;
@@ -467,6 +502,8 @@ static void *engine_thread(void *userdata) {
                 int r;
 
                 r = e->config.get_pids(e->config.get_pids_userdata, &pids, &n_pids);
+                if (r >= 0)
+                        place_worker(e, pids, n_pids);
                 if (r >= 0)
                         /* Hidden pages are tried in the first pass only: they stay hidden until
                          * the process touches them, and each pass would count them again. */

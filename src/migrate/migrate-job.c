@@ -145,7 +145,7 @@ static void job_finish(MigrateJob *j, JobState state, const char *message) {
                    "TONARI_IDLE_CPU_USEC=%" PRIu64, p.idle_cpu_usec, "TONARI_MOVE_CPU_USEC=%" PRIu64, p.move_cpu_usec,
                    "TONARI_MOVE_CALLS=%" PRIu64, p.move_calls, "TONARI_PASSES=%" PRIu64, p.passes,
                    "TONARI_PAGES_SCANNED=%" PRIu64, p.pages_scanned, "TONARI_ROUNDS=%" PRIu64, p.rounds,
-                   "TONARI_HOT_PAGES_MOVED=%" PRIu64, p.hot_pages_moved,
+                   "TONARI_HOT_PAGES_MOVED=%" PRIu64, p.hot_pages_moved, "TONARI_WORKER_PINNED=%d", p.worker_pinned,
                    "TONARI_PAGES_TOTAL=%" PRIu64, p.pages_total, "TONARI_RESULT=%s", job_state_to_string(state),
                    "TONARI_HOT_LOCAL_USEC=%" PRIu64, p.hot_local_usec > p.started_usec ? p.hot_local_usec - p.started_usec : 0,
                    "TONARI_ELAPSED_USEC=%" PRIu64, p.finished_usec > p.started_usec ? p.finished_usec - p.started_usec : 0,
@@ -229,6 +229,7 @@ static int job_start_engine(MigrateJob *j) {
                 .page_idle = j->manager->page_idle,
                 .get_pids = job_get_pids,
                 .get_pids_userdata = j,
+                .worker_any_cpu = j->tunables.worker_any_cpu,
         };
         int r;
 
@@ -485,6 +486,7 @@ static void resume_one(MigrateManager *m, const char *file) {
         r = read_full_file(path, &text, NULL);
         if (r >= 0)
                 r = parse_state(text, &nodes, &size, &t, &cgroup_id);
+        t.worker_any_cpu = m->defaults.worker_any_cpu; /* tonarid.conf's, not the job's */
         s = slice_manager_find(m->slices, name);
         if (r < 0 || !s || s->cgroup_id != cgroup_id || s->state != SLICE_ACTIVE ||
             !strictly_wider(s->settings.allowed_mems, s->settings.allowed_mems_size, nodes, size)) {

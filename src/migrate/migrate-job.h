@@ -31,6 +31,7 @@ typedef struct MigrateDefaults {
         uint64_t batch_pages;        /* MigrationBatchPages= */
         usec_t interval_usec;        /* MigrationIntervalSec= */
         unsigned cpu_budget_percent; /* MigrationCPUBudget=, 0: none */
+        bool worker_any_cpu;         /* [Migration] WorkerCPUs=any (default slice: see migrate_worker_cpus()) */
 } MigrateDefaults;
 
 #define MIGRATE_DEFAULTS                                                                               \

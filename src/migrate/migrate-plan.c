@@ -183,6 +183,18 @@ uint64_t migrate_pace_pause_usec(uint64_t job_cpu_usec, uint64_t elapsed_usec, u
         return MAX(wall > elapsed_usec ? wall - elapsed_usec : 0, interval_usec);
 }
 
+bool migrate_worker_cpus(const cpu_set_t *allowed, const cpu_set_t *slice, cpu_set_t *ret) {
+        cpu_set_t both;
+
+        CPU_AND(&both, allowed, slice);
+        if (CPU_COUNT(&both) == 0) {
+                *ret = *allowed;
+                return false;
+        }
+        *ret = both;
+        return !CPU_EQUAL(&both, allowed);
+}
+
 int migrate_tunables_validate(uint64_t batch_pages, uint64_t interval_usec, uint64_t budget_percent, char *ret_error,
                               size_t size) {
         if (batch_pages == 0 || batch_pages > MIGRATE_BATCH_PAGES_MAX) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <errno.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -85,6 +86,19 @@ uint64_t migrate_pace_interval_usec(uint64_t batch_cpu_usec, uint64_t interval_u
  */
 uint64_t migrate_pace_pause_usec(uint64_t job_cpu_usec, uint64_t elapsed_usec, uint64_t interval_usec,
                                  unsigned budget_percent) _const_;
+
+/*
+ * Where the engine's worker thread runs (beyond the paper): on the CPUs the slice's processes may
+ * run on. move_pages(2) unmaps each page it moves and must flush that page from the TLB of every
+ * CPU the process is running on at that moment, with an IPI it waits for; a worker on the slice's
+ * own CPUs preempts the slice's process there instead (the CPU switches address spaces, so no
+ * other CPU holds the process's TLB entries), and what the migration costs is taken from the
+ * slice's CPUs, not from its neighbours'. allowed: the CPUs the worker may use (tonarid's);
+ * slice: the union of the slice's processes' affinity masks. Into ret: their intersection, or
+ * allowed when it is empty (the slice may run nowhere the worker may). Returns whether ret is
+ * narrower than allowed.
+ */
+bool migrate_worker_cpus(const cpu_set_t *allowed, const cpu_set_t *slice, cpu_set_t *ret);
 
 /* Limits of the tunables (MigrationBatchPages=, MigrationIntervalSec=, MigrationCPUBudget=). */
 #define MIGRATE_BATCH_PAGES_DEFAULT 45000U         /* the paper's n: a tenth of what its host moved per second */

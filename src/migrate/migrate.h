@@ -23,7 +23,9 @@
  * The engine runs a job to its end on a worker thread (tonarid's event loop stays free): it
  * scans, plans (migrate-plan.h) and moves a batch every interval, then scans again for pages that
  * appeared meanwhile (forked processes, new allocations before the cpuset changed) up to
- * MIGRATE_PASSES_MAX times. Progress is read with migrate_engine_progress() from any thread; the
+ * MIGRATE_PASSES_MAX times. At every pass the worker moves to the CPUs the slice's processes may
+ * run on (migrate_worker_cpus(): no TLB shootdowns to a CPU running them, the cost stays on the
+ * slice's CPUs) unless MigrateConfig.worker_any_cpu. Progress is read with migrate_engine_progress() from any thread; the
  * engine writes to an eventfd when it has finished.
  */
 
@@ -46,6 +48,7 @@ typedef struct MigrateConfig {
         const char *page_idle;       /* MIGRATE_PAGE_IDLE_PATH, or NULL: no referenced bits (Severe and Mild act as Periodical) */
         MigratePidsFunc get_pids;
         void *get_pids_userdata;     /* must outlive the engine */
+        bool worker_any_cpu;         /* false: the worker runs on the slice's CPUs (migrate_worker_cpus()) */
 } MigrateConfig;
 
 typedef enum MigrateEngineState {
@@ -81,6 +84,7 @@ typedef struct MigrateProgress {
         usec_t finished_usec;     /* 0 until it finished */
         usec_t hot_local_usec;    /* when the last referenced page of the first pass was moved; 0 before */
         bool referenced;          /* referenced bits were used */
+        bool worker_pinned;       /* the worker ran on the slice's CPUs (the last pass), not on all of tonarid's */
 } MigrateProgress;
 
 typedef struct MigrateEngine MigrateEngine;

@@ -303,5 +303,44 @@ START_TEST(test_tunables) {
 }
 END_TEST
 
+static cpu_set_t cpus(const char *list) {
+        cpu_set_t s;
+
+        CPU_ZERO(&s);
+        for (const char *p = list; *p; p++)
+                if (*p >= '0' && *p <= '9')
+                        CPU_SET(*p - '0', &s);
+        return s;
+}
+
+START_TEST(test_worker_cpus) {
+        cpu_set_t all = cpus("0123"), one = cpus("1"), eight = cpus("01234567"), got;
+
+        /* The slice on CPU 1 of 0-3: the worker goes there. */
+        ck_assert(migrate_worker_cpus(&all, &one, &got));
+        ck_assert_int_eq(CPU_COUNT(&got), 1);
+        ck_assert(CPU_ISSET(1, &got));
+        /* Partly outside what the worker may use: the CPUs in both. */
+        {
+                cpu_set_t two = cpus("23"), slice = cpus("3567");
+                ck_assert(migrate_worker_cpus(&two, &slice, &got));
+                ck_assert_int_eq(CPU_COUNT(&got), 1);
+                ck_assert(CPU_ISSET(3, &got));
+        }
+        /* Nowhere in common, or no slice processes: where it may run, not narrowed. */
+        {
+                cpu_set_t two = cpus("01"), slice = cpus("23"), none = cpus("");
+                ck_assert(!migrate_worker_cpus(&two, &slice, &got));
+                ck_assert(CPU_EQUAL(&got, &two));
+                ck_assert(!migrate_worker_cpus(&two, &none, &got));
+                ck_assert(CPU_EQUAL(&got, &two));
+        }
+        /* The slice may run everywhere the worker may: the same set, not narrower. */
+        ck_assert(!migrate_worker_cpus(&all, &eight, &got));
+        ck_assert(CPU_EQUAL(&got, &all));
+}
+END_TEST
+
 TEST_SUITE("migrate-plan", test_policy_names, test_bad_input, test_empty, test_periodical_walk_order,
-           test_referenced_first, test_check_counts, test_severe_rechecks, test_batch_extremes, test_pace, test_tunables)
+           test_referenced_first, test_check_counts, test_severe_rechecks, test_batch_extremes, test_pace, test_tunables,
+           test_worker_cpus)
