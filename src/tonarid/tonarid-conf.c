@@ -82,6 +82,24 @@ static int config_parse_migration_cpu_budget(const char *file, unsigned line, co
         return 0;
 }
 
+/* WorkerCPUs=slice (the default) or any; stored as MigrateDefaults.worker_any_cpu. */
+static int config_parse_migration_worker_cpus(const char *file, unsigned line, const char *section, const char *key,
+                                              const char *value, void *data) {
+        bool *any = data;
+
+        (void) section;
+        if (streq(value, "slice"))
+                *any = false;
+        else if (streq(value, "any"))
+                *any = true;
+        else {
+                _cleanup_free_ char *e = cescape(value);
+                return log_error_errno(EINVAL, "%s:%u: Invalid %s= value '%s': expected slice or any.", file, line,
+                                       key, strna(e));
+        }
+        return 0;
+}
+
 static const ConfigItem manager_config_table[] = {
         CONFIG_ITEM("Manager", "LogLevel", config_parse_log_level, ManagerConfig, log_level),
         CONFIG_ITEM("Manager", "LogTarget", config_parse_log_target, ManagerConfig, log_target),
@@ -108,6 +126,8 @@ static const ConfigItem manager_config_table[] = {
                     migrate.interval_usec),
         CONFIG_ITEM("Migration", "MigrationCPUBudget", config_parse_migration_cpu_budget, ManagerConfig,
                     migrate.cpu_budget_percent),
+        CONFIG_ITEM("Migration", "WorkerCPUs", config_parse_migration_worker_cpus, ManagerConfig,
+                    migrate.worker_any_cpu),
         {},
 };
 
@@ -204,7 +224,9 @@ void manager_config_dump(const ManagerConfig *c, FILE *f) {
                 "MemoryMigration=%s\n"
                 "MigrationBatchPages=%" PRIu64 "\n"
                 "MigrationIntervalSec=%s\n"
-                "MigrationCPUBudget=%u%%\n",
+                "MigrationCPUBudget=%u%%\n"
+                "WorkerCPUs=%s\n",
                 migrate_policy_to_string(c->migrate.policy), c->migrate.batch_pages,
-                format_timespan(a, sizeof(a), c->migrate.interval_usec, 1), c->migrate.cpu_budget_percent);
+                format_timespan(a, sizeof(a), c->migrate.interval_usec, 1), c->migrate.cpu_budget_percent,
+                c->migrate.worker_any_cpu ? "any" : "slice");
 }

@@ -125,8 +125,10 @@ START_TEST(test_migration_settings) {
         d = strjoin(dir, "/tonarid.conf.d");
         ck_assert_int_eq(mkdir(d, 0755), 0);
         free(put("tonarid.conf.d/50-local.conf",
-                 "[Migration]\nMemoryMigration=periodical\nMigrationIntervalSec=500ms\nMigrationCPUBudget=10%\n"));
+                 "[Migration]\nMemoryMigration=periodical\nMigrationIntervalSec=500ms\nMigrationCPUBudget=10%\n"
+                 "WorkerCPUs=any\n"));
         ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert(c.migrate.worker_any_cpu);
         ck_assert_int_eq(c.migrate.policy, MIGRATE_PERIODICAL);
         ck_assert_uint_eq(c.migrate.batch_pages, 1024);
         ck_assert_uint_eq(c.migrate.interval_usec, 500 * USEC_PER_MSEC);
@@ -145,8 +147,10 @@ START_TEST(test_migration_settings) {
         free(p);
         p = put("tonarid.conf", "[Migration]\n");
         free(put("tonarid.conf.d/50-local.conf", "[Migration]\nMigrationBatchPages=7\nMigrationBatchPages=\n"
-                                                  "MemoryMigration=severe\nMemoryMigration=\nMigrationCPUBudget=\n"));
+                                                  "MemoryMigration=severe\nMemoryMigration=\nMigrationCPUBudget=\n"
+                                                  "WorkerCPUs=any\nWorkerCPUs=\n"));
         ck_assert_int_eq(manager_config_load(p, &c, NULL), 0);
+        ck_assert(!c.migrate.worker_any_cpu);
         ck_assert_int_eq(c.migrate.policy, MIGRATE_DEFAULTS.policy);
         ck_assert_uint_eq(c.migrate.batch_pages, MIGRATE_BATCH_PAGES_DEFAULT);
         ck_assert_uint_eq(c.migrate.interval_usec, MIGRATE_INTERVAL_USEC_DEFAULT);
@@ -163,6 +167,7 @@ START_TEST(test_migration_errors_quote_value) {
                   ":2: Invalid MigrationBatchPages= value '0': Invalid MigrationBatchPages '0': must be 1..16777216 pages." },
                 { "[Migration]\n\nMigrationIntervalSec=2h\n",
                   ":3: Invalid MigrationIntervalSec= value '2h': Invalid MigrationIntervalUSec '7200000000'" },
+                { "[Migration]\nWorkerCPUs=node\n", ":2: Invalid WorkerCPUs= value 'node': expected slice or any." },
                 { "[Migration]\nMigrationCPUBudget=150%\n",
                   ":2: Invalid MigrationCPUBudget= value '150%': Invalid MigrationCPUBudget '150': must be 1..100" },
                 { "[Migration]\nMemoryMigration=lazy\n",
