@@ -11,11 +11,15 @@
 #               systemd writes cpuset.mems (what `systemctl set-property X.slice AllowedMemoryNodes=1`
 #               does)
 #   periodical, severe, mild
-#               tonari's lazy job, N pages every INTERVAL ms
+#               tonari's lazy job, N pages every INTERVAL ms; its worker thread runs on the slice's
+#               CPU (tonarid.conf [Migration] WorkerCPUs=slice, the default)
+#   periodical-anycpu, severe-anycpu, mild-anycpu
+#               the same with WorkerCPUs=any (a drop-in, tonarid reloaded): the worker may run on
+#               either CPU, as before tonari pinned it
 # Prints raw lines the host script turns into tables and the plot:
 #
 #   LOC POLICY REP T_MS HOT_PCT ALL_PCT MAX_PASS_US N       locality every 100 ms from the start
-#   SUM POLICY REP ELAPSED_MS HOT95_MS ALL95_MS OTHER_CPU_MS WORKER_CPU_MS NB_SHARE_BEFORE NB_SHARE_DURING NB_RATE_BEFORE NB_RATE_DURING STALL_MS BASE_STALL_MS N BG_PER_S SCAN_MS IDLE_MS MOVE_MS MOVE_CALLS PASSES SCANNED PAGES_MOVED
+#   SUM POLICY REP ELAPSED_MS HOT95_MS ALL95_MS OTHER_CPU_MS WORKER_CPU_MS NB_SHARE_BEFORE NB_SHARE_DURING NB_RATE_BEFORE NB_RATE_DURING STALL_MS BASE_STALL_MS N BG_PER_S SCAN_MS IDLE_MS MOVE_MS MOVE_CALLS PASSES SCANNED PAGES_MOVED PINNED
 #
 # ELAPSED_MS the wall time of the migrate command (--wait), HOT95/ALL95 when 95 % of the hot half /
 # of all pages were on node 1 (-1: never while watched), OTHER_CPU_MS the CPU time every task of
@@ -29,13 +33,14 @@
 # round (0 for eager), BG_PER_S the CPU time per second every other task ran in the 2 s before (the
 # guest's background, to subtract from OTHER_CPU_MS over the migration's wall time), and, from the
 # job's journal entry, where the worker's CPU time went (scans, idle page tracking, move_pages(2)),
-# its move_pages calls, scan passes, pages scanned and pages moved (0 for eager).
+# its move_pages calls, scan passes, pages scanned and pages moved, and whether the worker ran on
+# the slice's CPUs (1) or anywhere (0) (0 for eager).
 #
 # With --ns=N1,N2,... every policy but eager runs once per N and repetition (Fig 8: CPU vs n);
 # eager runs once per repetition.
 #
 # usage: numa-migrate-guest.sh --workload=PATH --neighbour=PATH [--mib=M] [--reps=R] [--n=N]
-#        [--interval-ms=T] [--policies=eager,periodical,severe,mild] [--ns=N1,N2,...] [--budget=PERCENT]
+#        [--interval-ms=T] [--policies=eager,periodical,severe,mild[,mild-anycpu...]] [--ns=N1,N2,...] [--budget=PERCENT]
 set -eu
 
 WL='' NB='' MIB=64 REPS=3 N=1024 NS='' TMS=100 POLICIES=eager,periodical,severe,mild BUDGET=0
@@ -80,10 +85,29 @@ at95() {
         awk -v col="$2" -v t0="$3" '$1 ~ /^[0-9]+$/ && $1 >= t0 && $col >= 95 { print $1 - t0; exit }' "$1"
 }
 
+# Reloads tonarid with its [Migration] WorkerCPUs= set to $1 (slice: the drop-in removed).
+worker_cpus() {
+        local cursor
+        cursor=$(journalctl -n1 --show-cursor -u tonarid.service | sed -n 's/^-- cursor: //p')
+        if [[ $1 == slice ]]; then
+                rm -f /etc/tonari/tonarid.conf.d/50-bench.conf
+        else
+                mkdir -p /etc/tonari/tonarid.conf.d
+                printf '[Migration]\nWorkerCPUs=%s\n' "$1" >/etc/tonari/tonarid.conf.d/50-bench.conf
+        fi
+        systemctl reload tonarid.service
+        for _ in $(seq 100); do
+                journalctl -q -o cat -u tonarid.service --after-cursor="$cursor" | grep -q 'Reloaded configuration from' && return 0
+                sleep 0.2
+        done
+        echo "numa-migrate-guest: tonarid did not reload with WorkerCPUs=$1" >&2
+        return 1
+}
+
 run() { # policy rep [n]
         local policy=$1 rep=$2 N=${3:-$N} out=/var/tmp/bench-wl.out nbout=/var/tmp/bench-nb.out fifo=/var/tmp/bench-wl.fifo
         local wl nb ta t0 t1 a0 a1 w0 w1 na n0 n1 ab wb f job id worker_ms=0 elapsed hot95 all95 other nbs
-        local detail='0 0 0 0 0 0 0'
+        local detail='0 0 0 0 0 0 0 0' base_policy=${1%-anycpu}
         tonarictl slice create bench AllowedMemoryNodes=0 AllowedCPUs=1
         rm -f "$fifo" "$out" "$nbout"
         mkfifo "$fifo"
@@ -107,7 +131,7 @@ run() { # policy rep [n]
         if [[ $policy == eager ]]; then
                 tonarictl slice migrate bench 1 MemoryMigration=eager --wait >/var/tmp/bench-job.out
         else
-                tonarictl slice migrate bench 1 "MemoryMigration=$policy" "MigrationBatchPages=$N" \
+                tonarictl slice migrate bench 1 "MemoryMigration=$base_policy" "MigrationBatchPages=$N" \
                         "MigrationIntervalSec=${TMS}ms" "MigrationCPUBudget=$BUDGET%" --wait >/var/tmp/bench-job.out
         fi
         t1=$("$NB" now)
@@ -124,6 +148,7 @@ run() { # policy rep [n]
                 detail="$(($(field "$f" TONARI_SCAN_CPU_USEC) / 1000)) $(($(field "$f" TONARI_IDLE_CPU_USEC) / 1000))"
                 detail+=" $(($(field "$f" TONARI_MOVE_CPU_USEC) / 1000)) $(field "$f" TONARI_MOVE_CALLS)"
                 detail+=" $(field "$f" TONARI_PASSES) $(field "$f" TONARI_PAGES_SCANNED) $(field "$f" TONARI_PAGES_MOVED)"
+                detail+=" $(field "$f" TONARI_WORKER_PINNED)"
         fi
         sleep 1.5
         kill "$wl" "$nb"
@@ -160,8 +185,10 @@ for rep in $(seq "$REPS"); do
                         run eager "$rep"
                         continue
                 fi
+                [[ $p != *-anycpu ]] || worker_cpus any
                 for n in "${ns[@]}"; do
                         run "$p" "$rep" "$n"
                 done
+                [[ $p != *-anycpu ]] || worker_cpus slice
         done
 done
