@@ -19,10 +19,12 @@
  * measurement is.
  */
 
-/* Microseconds of CLOCK_MONOTONIC. A target is reported at most once per interval: at 100 ms a
- * collector busy for every tenant at once costs tonarid ten calls per second per tenant and
- * thread, and a tenant's quota (enforced per 100 ms period by default) is shortened within about
- * one period of the work.
+/* Microseconds of CLOCK_MONOTONIC. A target is reported at most once per interval: at 500 ms a
+ * collector busy for every tenant at once costs tonarid two calls per second per tenant and
+ * thread, and a tenant's quota is shortened within about half a second of the work, no later
+ * than tonarid itself takes in new charges while it holds a shortened quota (up to four CFS
+ * periods of 100 ms). At 100 ms the calls were most of tonarid's CPU time in the log flood of
+ * bench/borrow-logflood with N = 5 (docs/BENCHMARKS.md, issue 16).
  *
  * The intervals lie on a fixed grid per target that starts with its first report: one report per
  * interval of the grid, made by the first charge that finds the current interval without one.
@@ -30,7 +32,7 @@
  * as a copier whose container's quota lets it run once per period, report a little later in each
  * burst until the due time passes the end of one; that period then gets no report and the next
  * one two periods' worth, and the tenant's quota swings. */
-#define CHARGE_INTERVAL_USEC (100 * USEC_PER_MSEC)
+#define CHARGE_INTERVAL_USEC (500 * USEC_PER_MSEC)
 
 /* Microseconds. tonarid's limit for one ChargeCPU, and the most kept pending per target. */
 #define CHARGE_USEC_MAX USEC_PER_HOUR

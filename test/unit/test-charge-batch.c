@@ -49,7 +49,7 @@ START_TEST(test_interval_gating) {
         /* Time measured within the interval waits. */
         e = add(&b, "web", 3 * MS * NSEC_PER_USEC, T0 + 1);
         ck_assert(!charge_entry_due(e, T0 + 1));
-        ck_assert(!charge_entry_due(e, T0 + 50 * MS));
+        ck_assert(!charge_entry_due(e, T0 + CHARGE_INTERVAL_USEC / 2));
         ck_assert(!charge_entry_due(e, T0 + CHARGE_INTERVAL_USEC - 1));
         e = add(&b, "web", 4 * MS * NSEC_PER_USEC, T0 + CHARGE_INTERVAL_USEC - 1);
         ck_assert(!charge_entry_due(e, T0 + CHARGE_INTERVAL_USEC - 1));
@@ -60,18 +60,18 @@ START_TEST(test_interval_gating) {
         ck_assert(!charge_entry_due(e, T0 + CHARGE_INTERVAL_USEC));
 
         /* The intervals lie on a grid that started with the first report: a late report (here
-         * in the interval from T0 + 300 ms) does not push the next one later. */
-        e = add(&b, "web", 1 * MS * NSEC_PER_USEC, T0 + 350 * MS);
-        ck_assert(charge_entry_due(e, T0 + 350 * MS));
-        ck_assert_uint_eq(report(e, true, T0 + 350 * MS), 1 * MS);
-        e = add(&b, "web", 1 * MS * NSEC_PER_USEC, T0 + 399 * MS);
-        ck_assert(!charge_entry_due(e, T0 + 399 * MS));
-        ck_assert(charge_entry_due(e, T0 + 400 * MS));
-        ck_assert_uint_eq(report(e, true, T0 + 400 * MS), 1 * MS);
+         * in the fourth interval) does not push the next one later. */
+        e = add(&b, "web", 1 * MS * NSEC_PER_USEC, T0 + 3 * CHARGE_INTERVAL_USEC + CHARGE_INTERVAL_USEC / 2);
+        ck_assert(charge_entry_due(e, T0 + 3 * CHARGE_INTERVAL_USEC + CHARGE_INTERVAL_USEC / 2));
+        ck_assert_uint_eq(report(e, true, T0 + 3 * CHARGE_INTERVAL_USEC + CHARGE_INTERVAL_USEC / 2), 1 * MS);
+        e = add(&b, "web", 1 * MS * NSEC_PER_USEC, T0 + 4 * CHARGE_INTERVAL_USEC - 1);
+        ck_assert(!charge_entry_due(e, T0 + 4 * CHARGE_INTERVAL_USEC - 1));
+        ck_assert(charge_entry_due(e, T0 + 4 * CHARGE_INTERVAL_USEC));
+        ck_assert_uint_eq(report(e, true, T0 + 4 * CHARGE_INTERVAL_USEC), 1 * MS);
         /* ... and at most one report per interval of the grid. */
-        e = add(&b, "web", 1 * MS * NSEC_PER_USEC, T0 + 499 * MS);
-        ck_assert(!charge_entry_due(e, T0 + 499 * MS));
-        ck_assert(charge_entry_due(e, T0 + 500 * MS));
+        e = add(&b, "web", 1 * MS * NSEC_PER_USEC, T0 + 5 * CHARGE_INTERVAL_USEC - 1);
+        ck_assert(!charge_entry_due(e, T0 + 5 * CHARGE_INTERVAL_USEC - 1));
+        ck_assert(charge_entry_due(e, T0 + 5 * CHARGE_INTERVAL_USEC));
 
         /* A clock reading before the last report never makes a target due. */
         ck_assert(!charge_entry_due(e, T0));
@@ -213,9 +213,9 @@ START_TEST(test_multiple_targets) {
         db = add(&b, "db", 5 * MS * NSEC_PER_USEC, T0 + 20 * MS);
         ck_assert(!charge_entry_due(db, T0 + 20 * MS));
 
-        ck_assert(charge_entry_due(charge_batch_find(&b, "web"), T0 + 100 * MS));
-        ck_assert(!charge_entry_due(charge_batch_find(&b, "db"), T0 + 100 * MS));
-        ck_assert(charge_entry_due(charge_batch_find(&b, "db"), T0 + 110 * MS));
+        ck_assert(charge_entry_due(charge_batch_find(&b, "web"), T0 + CHARGE_INTERVAL_USEC));
+        ck_assert(!charge_entry_due(charge_batch_find(&b, "db"), T0 + CHARGE_INTERVAL_USEC));
+        ck_assert(charge_entry_due(charge_batch_find(&b, "db"), T0 + 10 * MS + CHARGE_INTERVAL_USEC));
         ck_assert_uint_eq(charge_entry_report_usec(charge_batch_find(&b, "web")), 1 * MS);
         ck_assert_uint_eq(charge_entry_report_usec(charge_batch_find(&b, "db")), 5 * MS);
 

@@ -49,8 +49,8 @@
 extern "C" {
 #endif
 
-/* Microseconds. A thread sends at most one ChargeCPU per target in this interval (100 ms). */
-#define TONARI_CHARGE_INTERVAL_USEC UINT64_C(100000)
+/* Microseconds. A thread sends at most one ChargeCPU per target in this interval (500 ms). */
+#define TONARI_CHARGE_INTERVAL_USEC UINT64_C(500000)
 
 /* Microseconds. The most one report may carry (one hour, tonarid's limit per call); also the most
  * a thread keeps pending per target, so that time measured while tonarid is unreachable cannot
