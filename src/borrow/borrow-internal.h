@@ -49,8 +49,11 @@
 
 /* Proxies are sampled this often: the CFS period systemd and the kernel default to. */
 #define BORROW_SAMPLE_USEC (100 * USEC_PER_MSEC)
-/* A tick keeps a steady limit for at most this many further periods (see target_hold()). */
-#define BORROW_HOLD_PERIODS_MAX 3U
+/* A tick keeps a steady limit for at most this many further periods (see target_hold()): a slice
+ * whose debt is that large sits at the same limit for all of them whatever is charged meanwhile,
+ * so a tick about once a second changes nothing but tonarid's cost. At 3 the ticks of indebted
+ * slices were most of tonarid's CPU time in bench/borrow-logflood at N = 5 (issue 16). */
+#define BORROW_HOLD_PERIODS_MAX 9U
 
 struct BorrowTarget {
         BorrowManager *manager;

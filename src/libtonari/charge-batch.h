@@ -22,7 +22,7 @@
 /* Microseconds of CLOCK_MONOTONIC. A target is reported at most once per interval: at 500 ms a
  * collector busy for every tenant at once costs tonarid two calls per second per tenant and
  * thread, and a tenant's quota is shortened within about half a second of the work, no later
- * than tonarid itself takes in new charges while it holds a shortened quota (up to four CFS
+ * than tonarid itself takes in new charges while it holds a shortened quota (up to ten CFS
  * periods of 100 ms). At 100 ms the calls were most of tonarid's CPU time in the log flood of
  * bench/borrow-logflood with N = 5 (docs/BENCHMARKS.md, issue 16).
  *

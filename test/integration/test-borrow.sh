@@ -222,8 +222,9 @@ testcase_cgroup_proxy_counts_children() {
         else
                 usage=$(awk '$1 == "usage_usec" { print $2 }' "/sys/fs/cgroup/tonari.slice/${P}helper/cpu.stat")
         fi
-        # Sampled every 100 ms: within a second the charge is the counter's final value.
-        for t in $(seq 20); do
+        # Sampled every 100 ms, or at the slice's ticks while it repays (up to 1 s apart): within
+        # a few seconds the charge is the counter's final value.
+        for t in $(seq 40); do
                 charged=$(bprop "${P}g" BorrowedUSec)
                 ((charged == usage)) && break
                 sleep 0.1
@@ -237,7 +238,11 @@ testcase_cgroup_proxy_counts_children() {
         for d in /sys/fs/cgroup/cpu /sys/fs/cgroup/cpuacct /sys/fs/cgroup; do
                 [[ -d $d/tonari.slice/${P}helper ]] && rmdir "$d/tonari.slice/${P}helper"
         done
-        sleep 0.5
+        # (seen at its next sample)
+        for t in $(seq 30); do
+                [[ -z $("${CTL[@]}" --no-legend borrow proxies | awk -v id="$id" '$1 == id') ]] && break
+                sleep 0.1
+        done
         assert_eq "" "$("${CTL[@]}" --no-legend borrow proxies | awk -v id="$id" '$1 == id')"
         assert_eq "$charged" "$(bprop "${P}g" BorrowedUSec)"
         "${CTL[@]}" slice remove "${P}g"
@@ -810,6 +815,44 @@ while True:
                 "${CTL[@]}" slice remove "${P}t$i"
         done
         stop_tonarid tick
+}
+
+# A slice that owes much more than it can repay in a few periods sits at the floor for all of
+# them whatever is charged meanwhile: tonarid wakes about once a second for it (a tick, then up
+# to BORROW_HOLD_PERIODS_MAX = 9 held periods), not every period, and the held periods repay
+# exactly what they take. Counters only: ticks against the periods that passed (a loaded host
+# can only make ticks later, i.e. fewer), repaid against what the floor leaves of those periods.
+testcase_large_debt_wakes_rarely() {
+        trap '_kill_tonarids; kill ${loop:-} 2>/dev/null || true; cleanup_slices' EXIT
+        local k0 k1 r0 r1 t0 t1 periods
+        conf hold
+        start_tonarid hold
+        "${CTL[@]}" slice create "${P}h" CPUQuota=20%
+        taskset -c 0 sh -c 'while :; do :; done' &
+        loop=$!
+        "${CTL[@]}" slice attach "${P}h" "$loop"
+        "${CTL[@]}" borrow charge "${P}h" 20s
+        sleep 1
+        k0=$(status_value BorrowTicks) r0=$(bprop "${P}h" RepaidUSec) t0=$(date +%s%N)
+        sleep 4
+        k1=$(status_value BorrowTicks) r1=$(bprop "${P}h" RepaidUSec) t1=$(date +%s%N)
+        periods=$(((t1 - t0) / 100000000))
+        echo "TONARI-RESULT host-cgroupfs borrow-hold 20 s of debt at CPUQuota=20 %: $((k1 - k0)) ticks in" \
+                "$periods periods, repaid $((r1 - r0)) us"
+        assert_ge "$((k1 - k0))" 1 "ticks while the slice owes"
+        # One tick per ten periods, and one more for the windows' edges.
+        assert_le "$((k1 - k0))" "$((periods / 10 + 2))" "ticks against the periods that passed ($periods)"
+        # Each period repays the quota less the 1 ms floor, 19 ms; the RepaidUSec read at each
+        # edge is the last tick's (up to ten periods behind), so allow that much either way.
+        assert_ge "$((r1 - r0))" "$(((periods - 10) * 19000))" "repaid (us) in $periods periods"
+        assert_le "$((r1 - r0))" "$(((periods + 10) * 19000))" "repaid (us) in $periods periods"
+        assert_eq 1000 "$(quota_of "${P}h")" "the floor in force"
+        # (a throttled process ends when it next runs)
+        kill "$loop"
+        wait "$loop" 2>/dev/null || true
+        loop=
+        "${CTL[@]}" slice remove "${P}h"
+        stop_tonarid hold
 }
 
 testcase_bad_input() {
