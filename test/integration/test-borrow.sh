@@ -280,7 +280,9 @@ testcase_libtonari_charges_all() {
         assert_ge "$calls" 2 "ChargeCPU calls"
         assert_le "$calls" "$(((t1 - t0) / 500000000 + 2))" "ChargeCPU calls (one per 500 ms, and the last at exit)"
         assert_ge "$spent" 50000 "copier CPU time"
-        assert_ge "$((charged * 100))" "$((spent * 97))" "charged (${charged} us) against spent (${spent} us) x 0.97"
+        # Less the copier's start-up before its first measurement, which the library cannot see:
+        # 3 ms here, 12-17 ms under ASan, whose run-time starts with the process.
+        assert_ge "$((charged * 100))" "$((spent * 97 - 2000000))" "charged (${charged} us) against spent (${spent} us) x 0.97 - 20 ms"
         assert_ge "$((spent * 101))" "$((charged * 100))" "spent (${spent} us) x 1.01 against charged (${charged} us)"
         rm -f "$TESTDIR/small.fifo" "$TESTDIR/small.out"
         "${CTL[@]}" slice remove "${P}w"
