@@ -27,6 +27,7 @@ static const char *const feature_table[_FEATURE_MAX] = {
         [FEATURE_KERNEL_BORROWING] = "kernel-borrowing",
         [FEATURE_MEMORY_MIGRATION] = "memory-migration",
         [FEATURE_HOG_LIMITING] = "hog-limiting",
+        [FEATURE_KERNEL_LAZY_MIGRATE] = "kernel-lazy-migrate",
 };
 
 const char *feature_to_string(FeatureId id) {
@@ -125,21 +126,18 @@ static int detect_numa(const char *root, Features *f) {
 }
 
 /*
- * cpu.cfs_borrowing_us, and cpu.cfs_charge_procs with it, come from tonari's kernel patches
- * (kernel/patches). They exist in every non-root cgroup with the cpu controller, so the top-level
- * cgroups (init.scope, system.slice, ...) are where to look. systemd enables the controller there
- * only once some unit asks for CPU settings, so on a fresh boot none may have it yet: then the
- * answer is "not yet", and features_refresh() looks again.
+ * The kernel interfaces of tonari's kernel patches (kernel/patches) exist in every non-root cgroup
+ * with their controller, so the top-level cgroups (init.scope, system.slice, ...) are where to look.
+ * Finds the first top-level cgroup with file; *ret_companion tells whether it also has companion.
+ * Returns 1 and the cgroup's name, 0 when none has the file, or a negative errno.
  */
-static int detect_kernel_borrowing(const char *root, Features *f) {
+static int top_level_cgroup_with(const char *root, const char *file, const char *companion, char **ret_name,
+                                 bool *ret_companion) {
         _cleanup_free_ char *top = NULL;
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         struct stat st;
 
-        if (f->cgroup_mode != CGROUP_MODE_UNIFIED)
-                return features_set(f, FEATURE_KERNEL_BORROWING, false,
-                                    "needs the unified cgroup hierarchy (cgroup v2 cpu controller)");
         top = path_join(root, "sys/fs/cgroup");
         if (!top)
                 return -ENOMEM;
@@ -147,41 +145,95 @@ static int detect_kernel_borrowing(const char *root, Features *f) {
         if (!d)
                 return -errno;
         while ((errno = 0, de = readdir(d))) {
-                _cleanup_free_ char *borrowing = NULL, *charge = NULL;
+                _cleanup_free_ char *path = NULL, *other = NULL;
 
                 if (de->d_type != DT_DIR || de->d_name[0] == '.')
                         continue;
-                borrowing = path_join(de->d_name, "cpu.cfs_borrowing_us");
-                charge = path_join(de->d_name, "cpu.cfs_charge_procs");
-                if (!borrowing || !charge)
+                path = path_join(de->d_name, file);
+                other = path_join(de->d_name, companion);
+                if (!path || !other)
                         return -ENOMEM;
-                if (fstatat(dirfd(d), borrowing, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (fstatat(dirfd(d), path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         if (errno == ENOENT)
                                 continue;
                         return -errno;
                 }
-                if (fstatat(dirfd(d), charge, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        return features_set(f, FEATURE_KERNEL_BORROWING, true,
-                                            "cpu.cfs_borrowing_us in /sys/fs/cgroup/%s (no cpu.cfs_charge_procs)",
-                                            de->d_name);
-                return features_set(f, FEATURE_KERNEL_BORROWING, true,
-                                    "cpu.cfs_borrowing_us and cpu.cfs_charge_procs in /sys/fs/cgroup/%s",
-                                    de->d_name);
+                *ret_companion = fstatat(dirfd(d), other, &st, AT_SYMLINK_NOFOLLOW) >= 0;
+                *ret_name = strdup(de->d_name);
+                return *ret_name ? 1 : -ENOMEM;
         }
-        if (errno != 0)
-                return -errno;
-        return features_set(f, FEATURE_KERNEL_BORROWING, false,
-                            "no cpu.cfs_borrowing_us in the top-level cgroups (kernel without tonari's "
-                            "kernel/patches, or the cpu controller not enabled in any of them yet)");
+        return errno != 0 ? -errno : 0;
+}
+
+/*
+ * cpu.cfs_borrowing_us, and cpu.cfs_charge_procs with it (0001, 0003). systemd enables the cpu
+ * controller in a top-level cgroup only once some unit asks for CPU settings, so on a fresh boot
+ * none may have it yet: then the answer is "not yet", and features_refresh() looks again.
+ */
+static int detect_kernel_borrowing(const char *root, Features *f) {
+        _cleanup_free_ char *name = NULL;
+        bool charge;
+        int r;
+
+        if (f->cgroup_mode != CGROUP_MODE_UNIFIED)
+                return features_set(f, FEATURE_KERNEL_BORROWING, false,
+                                    "needs the unified cgroup hierarchy (cgroup v2 cpu controller)");
+        r = top_level_cgroup_with(root, "cpu.cfs_borrowing_us", "cpu.cfs_charge_procs", &name, &charge);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return features_set(f, FEATURE_KERNEL_BORROWING, false,
+                                    "no cpu.cfs_borrowing_us in the top-level cgroups (kernel without tonari's "
+                                    "kernel/patches, or the cpu controller not enabled in any of them yet)");
+        if (!charge)
+                return features_set(f, FEATURE_KERNEL_BORROWING, true,
+                                    "cpu.cfs_borrowing_us in /sys/fs/cgroup/%s (no cpu.cfs_charge_procs)", name);
+        return features_set(f, FEATURE_KERNEL_BORROWING, true,
+                            "cpu.cfs_borrowing_us and cpu.cfs_charge_procs in /sys/fs/cgroup/%s", name);
+}
+
+/*
+ * cpuset.lazy_migrate, with cpuset.lazy_migrate_policy (0006, 0007): the same, with the cpuset
+ * controller, which systemd enables once a unit asks for CPU or memory node settings.
+ */
+static int detect_kernel_lazy_migrate(const char *root, Features *f) {
+        _cleanup_free_ char *name = NULL;
+        bool policy;
+        int r;
+
+        if (f->cgroup_mode != CGROUP_MODE_UNIFIED)
+                return features_set(f, FEATURE_KERNEL_LAZY_MIGRATE, false,
+                                    "needs the unified cgroup hierarchy (cgroup v2 cpuset controller)");
+        r = top_level_cgroup_with(root, "cpuset.lazy_migrate", "cpuset.lazy_migrate_policy", &name, &policy);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return features_set(f, FEATURE_KERNEL_LAZY_MIGRATE, false,
+                                    "no cpuset.lazy_migrate in the top-level cgroups (kernel without tonari's "
+                                    "kernel/patches, or the cpuset controller not enabled in any of them yet)");
+        if (!policy)
+                return features_set(f, FEATURE_KERNEL_LAZY_MIGRATE, true,
+                                    "cpuset.lazy_migrate in /sys/fs/cgroup/%s (no cpuset.lazy_migrate_policy: "
+                                    "address order only)",
+                                    name);
+        return features_set(f, FEATURE_KERNEL_LAZY_MIGRATE, true,
+                            "cpuset.lazy_migrate and cpuset.lazy_migrate_policy in /sys/fs/cgroup/%s", name);
 }
 
 int features_refresh(const char *root, Features *f) {
+        int r;
+
         assert(f);
 
-        /* Once found, the interface stays: only a negative answer can change. */
-        if (f->feature[FEATURE_KERNEL_BORROWING].available)
-                return 0;
-        return detect_kernel_borrowing(root, f);
+        /* Once found, an interface stays: only a negative answer can change. */
+        if (!f->feature[FEATURE_KERNEL_BORROWING].available) {
+                r = detect_kernel_borrowing(root, f);
+                if (r < 0)
+                        return r;
+        }
+        if (!f->feature[FEATURE_KERNEL_LAZY_MIGRATE].available)
+                return detect_kernel_lazy_migrate(root, f);
+        return 0;
 }
 
 int features_detect(const char *root, Features *ret) {
@@ -203,6 +255,9 @@ int features_detect(const char *root, Features *ret) {
         if (r < 0)
                 goto fail;
         r = detect_kernel_borrowing(root, &f);
+        if (r < 0)
+                goto fail;
+        r = detect_kernel_lazy_migrate(root, &f);
         if (r < 0)
                 goto fail;
 

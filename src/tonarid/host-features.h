@@ -23,6 +23,7 @@ typedef enum FeatureId {
         FEATURE_KERNEL_BORROWING, /* the kernel's cpu.cfs_borrowing_us (tonari's kernel/patches) */
         FEATURE_MEMORY_MIGRATION, /* lazy NUMA migration jobs, and where referenced bits come from */
         FEATURE_HOG_LIMITING,  /* taskstats usable for hog limiting, or why not (set by the manager) */
+        FEATURE_KERNEL_LAZY_MIGRATE, /* the kernel's cpuset.lazy_migrate (tonari's kernel/patches) */
         _FEATURE_MAX,
 } FeatureId;
 
@@ -42,7 +43,8 @@ const char *feature_to_string(FeatureId id) _const_;
 /* Probes the system whose filesystem starts at root ("/" normally, a fake tree in tests). */
 int features_detect(const char *root, Features *ret);
 void features_done(Features *f);
-/* Probes again what may have appeared since: the kernel-borrowing entry while it is negative. */
+/* Probes again what may have appeared since: the kernel-borrowing and kernel-lazy-migrate entries
+ * while they are negative. */
 int features_refresh(const char *root, Features *f);
 /* Sets one entry; detail is formatted. */
 int features_set(Features *f, FeatureId id, bool available, const char *format, ...) _printf_(4, 5);

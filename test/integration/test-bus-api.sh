@@ -30,8 +30,8 @@ testcase_properties() {
         assert_eq 's "info"' "$(prop LogLevel)"
         assert_eq 'as 0' "$(prop ConfigFiles)"
         features=$(prop Features)
-        assert_match '^a\(sbs\) 11 "systemd" (true|false) ' "$features"
-        for f in systemd cgroup-v2 cgroup-v1 numa page-idle psi slices cpu-borrowing kernel-borrowing memory-migration hog-limiting; do
+        assert_match '^a\(sbs\) 12 "systemd" (true|false) ' "$features"
+        for f in systemd cgroup-v2 cgroup-v1 numa page-idle psi slices cpu-borrowing kernel-borrowing memory-migration hog-limiting kernel-lazy-migrate; do
                 assert_match "\"$f\" (true|false) \"[^\"]+\"" "$features" "feature $f"
         done
         # StartTimestamp: realtime µs, within the last minute.
@@ -49,7 +49,7 @@ testcase_get_status() {
         assert_eq "$TONARID_PID" "$(json 'j["data"][0]["PID"]["data"]' <<<"$out")" "GetStatus PID"
         assert_eq "running" "$(json 'j["data"][0]["State"]["data"]' <<<"$out")"
         assert_eq "$TONARI_VERSION" "$(json 'j["data"][0]["Version"]["data"]' <<<"$out")"
-        assert_eq 11 "$(json 'len(j["data"][0]["Features"]["data"])' <<<"$out")"
+        assert_eq 12 "$(json 'len(j["data"][0]["Features"]["data"])' <<<"$out")"
         assert_ge "$(json 'j["data"][0]["UptimeUSec"]["data"]' <<<"$out")" 1 "UptimeUSec"
         assert_ge "$(json 'j["data"][0]["MemoryPeakBytes"]["data"]' <<<"$out")" 100000 "MemoryPeakBytes"
         stop_tonarid status
@@ -72,7 +72,7 @@ testcase_tonarictl_status() {
 
         out=$("$TONARICTL" --bus-address="$BUS" --json status)
         assert_eq "$TONARID_PID" "$(json 'j["PID"]' <<<"$out")"
-        assert_eq "['systemd', 'cgroup-v2', 'cgroup-v1', 'numa', 'page-idle', 'psi', 'slices', 'cpu-borrowing', 'kernel-borrowing', 'memory-migration', 'hog-limiting']" \
+        assert_eq "['systemd', 'cgroup-v2', 'cgroup-v1', 'numa', 'page-idle', 'psi', 'slices', 'cpu-borrowing', 'kernel-borrowing', 'memory-migration', 'hog-limiting', 'kernel-lazy-migrate']" \
                 "$(json '[f["name"] for f in j["Features"]]' <<<"$out")"
         assert_eq "True" "$(json 'all(isinstance(f["available"], bool) and f["detail"] for f in j["Features"])' <<<"$out")"
         out=$("$TONARICTL" --bus-address="$BUS" --json=short status)

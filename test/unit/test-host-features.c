@@ -33,6 +33,7 @@ START_TEST(test_vm_like_host) {
         assert_feature(&f, FEATURE_PAGE_IDLE, true, "present");
         assert_feature(&f, FEATURE_PSI, true, "present");
         assert_feature(&f, FEATURE_KERNEL_BORROWING, false, "no cpu.cfs_borrowing_us");
+        assert_feature(&f, FEATURE_KERNEL_LAZY_MIGRATE, false, "no cpuset.lazy_migrate");
         features_done(&f);
         features_done(&f); /* idempotent */
 }
@@ -58,6 +59,7 @@ START_TEST(test_dev_like_host) {
         assert_feature(&f, FEATURE_PAGE_IDLE, false, "CONFIG_IDLE_PAGE_TRACKING");
         assert_feature(&f, FEATURE_PSI, false, "CONFIG_PSI");
         assert_feature(&f, FEATURE_KERNEL_BORROWING, false, "needs the unified cgroup hierarchy");
+        assert_feature(&f, FEATURE_KERNEL_LAZY_MIGRATE, false, "needs the unified cgroup hierarchy");
         features_done(&f);
 }
 END_TEST
@@ -149,5 +151,36 @@ START_TEST(test_kernel_borrowing_refresh) {
 }
 END_TEST
 
+/* cpuset.lazy_migrate likewise, in a top-level cgroup with the cpuset controller; found by a refresh
+ * once one has it, independently of the borrowing files. */
+START_TEST(test_kernel_lazy_migrate) {
+        Features f;
+
+        fake_root_new();
+        fake_file("proc/cgroups", PROC_CGROUPS_UNIFIED);
+        fake_file("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n");
+        fake_file("sys/fs/cgroup/cpuset.lazy_migrate", "0\n"); /* a file, not a cgroup */
+        fake_file("sys/fs/cgroup/system.slice/cpu.cfs_borrowing_us", "0\n");
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_LAZY_MIGRATE, false,
+                       "no cpuset.lazy_migrate in the top-level cgroups (kernel without tonari's kernel/patches, "
+                       "or the cpuset controller not enabled in any of them yet)");
+        assert_feature(&f, FEATURE_KERNEL_BORROWING, true, "in /sys/fs/cgroup/system.slice");
+
+        fake_file("sys/fs/cgroup/machine.slice/cpuset.lazy_migrate", "0\n");
+        ck_assert_int_eq(features_refresh(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_LAZY_MIGRATE, true,
+                       "cpuset.lazy_migrate in /sys/fs/cgroup/machine.slice (no cpuset.lazy_migrate_policy");
+        features_done(&f);
+
+        fake_file("sys/fs/cgroup/machine.slice/cpuset.lazy_migrate_policy", "mild\n");
+        ck_assert_int_eq(features_detect(fake_root, &f), 0);
+        assert_feature(&f, FEATURE_KERNEL_LAZY_MIGRATE, true,
+                       "cpuset.lazy_migrate and cpuset.lazy_migrate_policy in /sys/fs/cgroup/machine.slice");
+        ck_assert_str_eq(feature_to_string(FEATURE_KERNEL_LAZY_MIGRATE), "kernel-lazy-migrate");
+        features_done(&f);
+}
+END_TEST
+
 TEST_SUITE("host-features", test_vm_like_host, test_dev_like_host, test_odd_numa, test_kernel_borrowing,
-           test_kernel_borrowing_refresh)
+           test_kernel_borrowing_refresh, test_kernel_lazy_migrate)

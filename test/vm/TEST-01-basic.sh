@@ -80,9 +80,14 @@ testcase_start_and_properties() {
                 systemctl set-property --runtime system.slice CPUWeight=100
                 features=$(busctl get-property "${BUS[@]}" Features)
                 assert_match '"kernel-borrowing" true "cpu.cfs_borrowing_us and cpu.cfs_charge_procs in /sys/fs/cgroup/[^"]+"' "$features"
+                # cpuset.lazy_migrate likewise, once a top-level cgroup has the cpuset controller.
+                systemctl set-property --runtime system.slice AllowedMemoryNodes=0-1
+                features=$(busctl get-property "${BUS[@]}" Features)
+                assert_match '"kernel-lazy-migrate" true "cpuset.lazy_migrate and cpuset.lazy_migrate_policy in /sys/fs/cgroup/[^"]+"' "$features"
         else
                 assert_match '"page-idle" false "no /sys/kernel/mm/page_idle/bitmap' "$features"
                 assert_match '"kernel-borrowing" false "no cpu.cfs_borrowing_us in the top-level cgroups' "$features"
+                assert_match '"kernel-lazy-migrate" false "no cpuset.lazy_migrate in the top-level cgroups' "$features"
         fi
         assert_eq "as 1 \"/etc/tonari/tonarid.conf\"" "$(busctl get-property "${BUS[@]}" ConfigFiles)"
         out=$(busctl --json=short call "${BUS[@]}" GetStatus)
